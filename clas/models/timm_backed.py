@@ -1,0 +1,149 @@
+"""Models whose architecture timm implements: factories, model cards read from timm's pretrained settings,
+and the registration of PaddleClas-named variants.
+
+timm (https://github.com/huggingface/pytorch-image-models) keeps, for every pretrained tag, the weights' hub id,
+licence, input size, mean/std, crop and head names; the cards here are read from those settings rather than
+copied by hand. Variants timm has no weights for fall back on the PaddleClas release, whose ``.pdparams`` files
+need a converter that oarkit does not have yet (such cards carry the ``paddle-weights`` tag).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import timm
+from timm.models import PretrainedCfg, get_pretrained_cfg
+from torch import nn
+
+from oarkit.core.registry import IMAGENET_MEAN, IMAGENET_STD, PretrainedWeights, register_model
+
+# Where PaddleClas publishes its ImageNet-1k training checkpoints (``MODEL_URLS`` in ppcls/arch/backbone).
+PADDLE_URL = "https://paddle-imagenet-models-name.bj.bcebos.com/dygraph/legendary_models/{}_pretrained.pdparams"
+PADDLE_METRICS_SOURCE = "PaddleClas model zoo"
+# Smallest input on which every timm-backed convnet here runs forward and backward (stride 32, batch 2).
+SMALL_INPUT = (3, 32, 32)
+
+_LABEL_SETS = {"in1k": "imagenet-1k", "in12k": "imagenet-12k", "in21k": "imagenet-21k", "in22k": "imagenet-22k"}
+
+
+def timm_factory(arch: str, module: str) -> Callable[..., nn.Module]:
+    """A registry factory building timm's ``arch`` with fresh weights; ``module`` is reported as its home."""
+
+    def factory(*, num_classes: int = 1000, **kwargs: Any) -> nn.Module:
+        return timm.create_model(arch, pretrained=False, num_classes=num_classes, **kwargs)
+
+    factory.__name__ = factory.__qualname__ = arch
+    factory.__module__ = module
+    factory.__doc__ = f"timm's ``{arch}``, randomly initialised (load weights with ``pretrained=True``)."
+    return factory
+
+
+def timm_cfg(arch_or_tag: str) -> PretrainedCfg | None:
+    """timm's pretrained settings of ``arch`` (its default tag) or ``arch.tag``; ``None`` when unknown."""
+    try:
+        return get_pretrained_cfg(arch_or_tag)
+    except RuntimeError:  # an architecture timm knows with a tag it does not
+        return None
+
+
+def _source(cfg: PretrainedCfg) -> str:
+    if "paddle" in cfg.tag or "ssld" in cfg.tag:
+        return "PaddleClas, converted by timm"
+    return f"timm hub, from {cfg.origin_url}" if cfg.origin_url else "timm hub (huggingface.co/timm)"
+
+
+def timm_weights(cfg: PretrainedCfg) -> PretrainedWeights | None:
+    """The weights of a timm pretrained tag: its Hugging Face hub file, else its direct url, else ``None``."""
+    licence = cfg.license or "unknown"
+    if cfg.hf_hub_id:
+        file_name = cfg.hf_hub_filename or "model.safetensors"
+        fmt = "safetensors" if file_name.endswith(".safetensors") else "pth"
+        return PretrainedWeights(hub_id=cfg.hf_hub_id, file_name=file_name, format=fmt, license=licence,
+                                 source=_source(cfg))
+    if cfg.url:
+        return PretrainedWeights(url=cfg.url, format="pth", license=licence, source=_source(cfg))
+    return None
+
+
+def head_names(cfg: PretrainedCfg) -> tuple[str, ...]:
+    """Module prefixes of the classification head(s) named by a timm pretrained cfg."""
+    if not cfg.classifier:
+        return ()
+    return (cfg.classifier,) if isinstance(cfg.classifier, str) else tuple(cfg.classifier)
+
+
+def timm_card_fields(cfg: PretrainedCfg) -> dict[str, Any]:
+    """:class:`ModelCard` fields (weights, preprocessing, head, labels) of a timm pretrained tag."""
+    label_set = next((v for k, v in _LABEL_SETS.items() if (cfg.tag or "").endswith(k)), "")
+    return {
+        "weights": timm_weights(cfg),
+        "input_size": tuple(cfg.input_size),
+        "mean": tuple(cfg.mean),
+        "std": tuple(cfg.std),
+        "crop_pct": cfg.crop_pct,
+        "interpolation": cfg.interpolation or "bilinear",
+        "classifier": head_names(cfg),
+        "num_classes": cfg.num_classes or 1000,  # backbone-only weights: the head is fresh anyway
+        "label_names": label_set,
+        # Fixed-size models (plain ViTs, Swin, LeViT) run only at their own size.
+        "test_input_size": tuple(cfg.input_size) if cfg.fixed_input_size else SMALL_INPUT,
+    }
+
+
+def paddle_card_fields(paddle_name: str) -> dict[str, Any]:
+    """:class:`ModelCard` fields of a PaddleClas release, preprocessed as PaddleClas evaluates it
+    (resize the short side to 256, centre-crop 224, ImageNet mean/std)."""
+    return {
+        "weights": PretrainedWeights(url=PADDLE_URL.format(paddle_name), format="pdparams", license="Apache-2.0",
+                                     source="PaddleClas"),
+        "input_size": (3, 224, 224),
+        "mean": IMAGENET_MEAN,
+        "std": IMAGENET_STD,
+        "crop_pct": 0.875,
+        "interpolation": "bilinear",
+        "num_classes": 1000,
+        "label_names": "imagenet-1k",
+        "test_input_size": SMALL_INPUT,
+        "tags": ("paddle-weights",),
+    }
+
+
+def register_paddle_variant(name: str, arch: str, *, paddle_name: str, family: str, paper: str, module: str,
+                            top1: float | None = None, tag: str = "",
+                            builder: Callable[..., nn.Module] | None = None, head_like: str = "") -> None:
+    """Register a PaddleClas-named variant backed by timm's ``arch``.
+
+    Weights come from timm's ``arch.tag`` (its default tag when ``tag`` is empty) when timm has them, otherwise
+    from the PaddleClas release ``paddle_name``.
+
+    Args:
+        name: registry name, ``clas/<paddleclas_variant>``.
+        arch: timm architecture name (also the timm builder's variant name when ``builder`` is given).
+        paddle_name: PaddleClas's name of the variant (``PPLCNet_x0_25``), which names its release file.
+        family: architecture family of the card.
+        paper: paper title and link.
+        module: the registering module, reported in duplicate-name errors.
+        top1: PaddleClas's published ImageNet-1k top-1 of the variant.
+        tag: timm pretrained tag to use instead of the default one.
+        builder: factory for widths timm does not name (called with ``num_classes`` and keyword arguments).
+        head_like: a timm architecture whose cfg names the head, for variants timm does not list.
+    """
+    cfg = timm_cfg(f"{arch}.{tag}" if tag else arch)
+    if cfg is not None and cfg.hf_hub_id:
+        fields = timm_card_fields(cfg)
+        fields["test_input_size"] = SMALL_INPUT
+    else:
+        fields = paddle_card_fields(paddle_name)
+        fields["classifier"] = head_names(timm_cfg(head_like or arch))
+    factory = builder or timm_factory(arch, module)
+    register_model(
+        name,
+        factory,
+        task="classification",
+        family=family,
+        paper=paper,
+        metrics={"imagenet_top1": top1} if top1 is not None else {},
+        metrics_source=PADDLE_METRICS_SOURCE if top1 is not None else "",
+        **fields,
+    )

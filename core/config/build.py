@@ -1,0 +1,35 @@
+"""From a composed config to a ready Trainer: instantiate the task, data, optimizer, schedule, callbacks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from oarkit.core.config.targets import instantiate
+from oarkit.core.errors import ConfigError
+
+
+def build_trainer(cfg: DictConfig, **overrides: Any) -> Any:
+    """The :class:`~oarkit.core.Trainer` a validated run config describes.
+
+    Args:
+        cfg: a config from :func:`~oarkit.core.config.load_config`.
+        **overrides: Trainer arguments that win over the config (``resume=True``, ``callbacks=[...]``).
+    """
+    from oarkit.core.engine.trainer import Trainer
+
+    task = instantiate(cfg.task)
+    data = instantiate(cfg.data)
+    optimizer = instantiate(cfg.optimizer) if cfg.get("optimizer") is not None else None
+    scheduler = instantiate(cfg.scheduler) if cfg.get("scheduler") is not None else None
+    if optimizer is not None and not callable(optimizer):
+        raise ConfigError("optimizer must be a _partial_ optimizer (set `_partial_: true` under optimizer)")
+    if scheduler is not None and not callable(scheduler):
+        raise ConfigError("scheduler must be a _partial_ schedule (set `_partial_: true` under scheduler)")
+    callbacks = [instantiate(c) for c in cfg.get("callbacks") or []]
+    kwargs = OmegaConf.to_container(cfg.get("trainer") or {}, resolve=True)
+    kwargs.update(overrides)
+    extra = kwargs.pop("callbacks", [])
+    return Trainer(task, data, output_dir=cfg.get("output_dir", "runs/exp"), optimizer=optimizer,
+                   scheduler=scheduler, callbacks=[*callbacks, *extra], config=cfg, **kwargs)

@@ -1,0 +1,48 @@
+"""The metric seam: a kit's metric accumulates tensor state that sums across batches and ranks."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import torch
+
+
+class Metric(ABC):
+    """Accumulates predictions and targets; ``compute()`` turns the state into named numbers.
+
+    Subclasses keep their whole state in ``self.state`` as tensors that add up across batches, so a
+    distributed run reduces them with one ``all_reduce(SUM)`` each and gets the single-process number.
+
+    Attributes:
+        main_indicator: the key of ``compute()`` that decides the best checkpoint and early stopping.
+        higher_is_better: whether a larger main indicator is better.
+    """
+
+    main_indicator: str = "loss"
+    higher_is_better: bool = True
+
+    def __init__(self) -> None:
+        self.state: dict[str, torch.Tensor] = {}
+        self.reset()
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Clear the accumulated state."""
+
+    @abstractmethod
+    def update(self, outputs: Any, batch: Any) -> None:
+        """Add one batch (the task's validation outputs and the batch they came from)."""
+
+    @abstractmethod
+    def compute(self) -> dict[str, Any]:
+        """Named results; ``self.main_indicator`` must be among them and be a float."""
+
+    def reduce(self, all_reduce_sum) -> None:
+        """Sum the state across ranks with the given ``all_reduce_sum(tensor) -> tensor``."""
+        self.state = {k: all_reduce_sum(v) for k, v in self.state.items()}
+
+    def is_better(self, value: float, best: float | None) -> bool:
+        if best is None:
+            return True
+        return value > best if self.higher_is_better else value < best

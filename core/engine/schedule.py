@@ -1,0 +1,80 @@
+"""Learning-rate schedules with linear warm-up, stepped once per optimizer step."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LambdaLR
+
+from oarkit.core.errors import ConfigError, did_you_mean
+
+DECAYS = ("cosine", "linear", "step", "constant")
+
+
+@dataclass
+class _Factor:
+    """The LR multiplier at optimizer step ``t`` (a plain object, so LambdaLR can save and restore it)."""
+
+    total: int
+    warmup: int
+    decay: str
+    warmup_start_factor: float
+    min_lr_ratio: float
+    milestones: tuple[int, ...]
+    gamma: float
+
+    def __call__(self, t: int) -> float:
+        if t < self.warmup:
+            return self.warmup_start_factor + (1 - self.warmup_start_factor) * t / self.warmup
+        progress = min(1.0, (t - self.warmup) / max(1, self.total - self.warmup))
+        if self.decay == "cosine":
+            shape = 0.5 * (1 + math.cos(math.pi * progress))
+        elif self.decay == "linear":
+            shape = 1 - progress
+        elif self.decay == "step":
+            return self.gamma ** sum(t >= m for m in self.milestones)
+        else:
+            return 1.0
+        return self.min_lr_ratio + (1 - self.min_lr_ratio) * shape
+
+
+class _ScheduleLR(LambdaLR):
+    """A LambdaLR whose checkpoint keeps only its position: on resume the shape comes from the current config
+    (so raising ``max_epochs`` stretches the schedule instead of replaying the old one)."""
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state["lr_lambdas"] = [None] * len(self.lr_lambdas)
+        return state
+
+
+def WarmupLR(optimizer: Optimizer, *, steps_per_epoch: int, max_epochs: int, decay: str = "cosine",
+             warmup_epochs: float = 0.0, warmup_start_factor: float = 0.01, min_lr_ratio: float = 0.0,
+             milestones: Sequence[float] = (), gamma: float = 0.1) -> LambdaLR:
+    """Linear warm-up, then cosine, linear, step or constant decay over the whole run.
+
+    Configs name it with ``_partial_: true``; the Trainer supplies the optimizer and the run length.
+
+    Args:
+        optimizer: the optimizer whose learning rates are scaled.
+        steps_per_epoch: optimizer steps in one epoch (after gradient accumulation).
+        max_epochs: length of the run.
+        decay: ``cosine``, ``linear``, ``step`` (multiply by ``gamma`` at each milestone epoch) or ``constant``.
+        warmup_epochs: epochs of linear warm-up from ``warmup_start_factor`` times the base LR (may be fractional).
+        warmup_start_factor: the LR multiplier at step 0.
+        min_lr_ratio: the final LR of cosine and linear decay, as a fraction of the base LR.
+        milestones: epochs at which ``step`` decay multiplies the LR by ``gamma``.
+        gamma: the factor of ``step`` decay.
+    """
+    if decay not in DECAYS:
+        raise ConfigError(f"scheduler.decay={decay!r} is not one of {DECAYS}.{did_you_mean(decay, DECAYS)}")
+    if warmup_epochs < 0 or not 0 < warmup_start_factor <= 1:
+        raise ConfigError("scheduler.warmup_epochs must be >= 0 and warmup_start_factor in (0, 1], got "
+                          f"{warmup_epochs} and {warmup_start_factor}")
+    factor = _Factor(total=steps_per_epoch * max_epochs, warmup=round(warmup_epochs * steps_per_epoch),
+                     decay=decay, warmup_start_factor=warmup_start_factor, min_lr_ratio=min_lr_ratio,
+                     milestones=tuple(round(m * steps_per_epoch) for m in milestones), gamma=gamma)
+    return _ScheduleLR(optimizer, factor)

@@ -1,0 +1,473 @@
+"""The Trainer: one kit-agnostic loop of epochs over a Task, with everything engineering around it.
+
+Mixed precision, gradient accumulation and clipping, EMA, evaluation every N epochs, best / last / keep-N
+checkpoints, exact resume, a non-finite-loss guard and the loggers all live here; the model, its losses and
+its metric are the task's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import platform
+import shutil
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, DistributedSampler, SequentialSampler
+
+from oarkit.core.engine import checkpoint as ckpt
+from oarkit.core.engine.callbacks import (
+    Callback,
+    ConsoleLogger,
+    CSVLogger,
+    CurvesPlot,
+    EarlyStopping,
+    ProgressBar,
+    TensorBoardLogger,
+)
+from oarkit.core.engine.ema import ModelEMA
+from oarkit.core.engine.precision import Precision
+from oarkit.core.engine.seeding import rng_state, seed_everything, set_rng_state
+from oarkit.core.engine.task import DataModule, Task
+from oarkit.core.errors import ConfigError, TrainingError
+
+logger = logging.getLogger(__name__)
+
+OptimizerFactory = Callable[[Iterable[Any]], torch.optim.Optimizer]
+SchedulerFactory = Callable[..., torch.optim.lr_scheduler.LRScheduler]
+
+
+def move_to(batch: Any, device: torch.device) -> Any:
+    """``batch`` with every tensor inside tuples, lists and dicts moved to ``device``."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, dict):
+        return {k: move_to(v, device) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(move_to(v, device) for v in batch)
+    return batch
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for dist in ("oarkit", "torch", "torchvision", "timm", "albumentations"):
+        with contextlib.suppress(md.PackageNotFoundError):
+            out[dist] = md.version(dist)
+    return out
+
+
+def _parameter_groups(model: nn.Module, decay_norm_and_bias: bool) -> list[dict[str, Any]]:
+    """Trainable parameters; biases and normalisation weights (1-d tensors) get no weight decay by default."""
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if decay_norm_and_bias:
+        return [{"params": [p for _, p in params]}]
+    decay = [p for _, p in params if p.ndim > 1]
+    no_decay = [p for _, p in params if p.ndim <= 1]
+    return [g for g in ({"params": decay}, {"params": no_decay, "weight_decay": 0.0}) if g["params"]]
+
+
+class Trainer:
+    """Train, evaluate and predict with a :class:`~oarkit.core.engine.task.Task` on a data module.
+
+    Args:
+        task: the kit's task (model, losses, metric).
+        data: the kit's data module (datasets, batch size, workers).
+        output_dir: the run directory (``best/``, ``last/``, logs, curves).
+        max_epochs: epochs to train.
+        precision: ``fp32``, ``bf16`` or ``fp16`` (autocast; a GradScaler for fp16 only).
+        optimizer: builds the optimizer from parameter groups (a ``_partial_`` config); AdamW(1e-3) if omitted.
+        scheduler: builds the LR schedule as ``scheduler(optimizer, steps_per_epoch=, max_epochs=)``.
+        accumulate_grad_batches: batches whose gradients add up before each optimizer step.
+        clip_grad_norm: clip the global gradient norm to this value (and stop on a non-finite norm).
+        ema_decay: keep an EMA of the weights with this decay; it is what gets evaluated and saved.
+        eval_every: evaluate every N epochs (and always after the last one).
+        keep_last: also keep the last N epochs' model directories under ``checkpoints/`` (0: none).
+        early_stopping_patience: stop after this many evaluations without improvement (None: never).
+        early_stopping_min_delta: the smallest change that counts as an improvement.
+        seed: seed of every RNG, the shuffling order and the augmentations.
+        deterministic: choose deterministic kernels (bit-exact resume on the CPU).
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
+        compile: run the model under ``torch.compile``.
+        decay_norm_and_bias: apply weight decay to biases and norm weights too.
+        log_every: steps between TensorBoard scalars.
+        progress: show a progress bar.
+        tensorboard: write TensorBoard logs.
+        callbacks: extra callbacks.
+        config: the resolved config, saved in each model directory.
+        resume: continue from ``<output_dir>/last`` (``True``) or from the given ``last/`` directory.
+    """
+
+    def __init__(self, task: Task, data: DataModule, *, output_dir: str | Path = "runs/exp", max_epochs: int = 10,
+                 precision: Literal["fp32", "bf16", "fp16"] = "fp32", optimizer: OptimizerFactory | None = None,
+                 scheduler: SchedulerFactory | None = None, accumulate_grad_batches: int = 1,
+                 clip_grad_norm: float | None = None, ema_decay: float | None = None, eval_every: int = 1,
+                 keep_last: int = 0, early_stopping_patience: int | None = None,
+                 early_stopping_min_delta: float = 0.0, seed: int = 0, deterministic: bool = False,
+                 device: str = "auto", compile: bool = False, decay_norm_and_bias: bool = False,
+                 log_every: int = 10, progress: bool = True, tensorboard: bool = True,
+                 callbacks: Sequence[Callback] = (), config: Any = None, resume: bool | str | Path = False) -> None:
+        minimums = {"max_epochs": (max_epochs, 1), "accumulate_grad_batches": (accumulate_grad_batches, 1),
+                    "eval_every": (eval_every, 1), "keep_last": (keep_last, 0), "log_every": (log_every, 1)}
+        for key, (value, low) in minimums.items():
+            if int(value) < low:
+                raise ConfigError(f"trainer.{key} must be at least {low}, got {value}")
+        if clip_grad_norm is not None and clip_grad_norm <= 0:
+            raise ConfigError(f"trainer.clip_grad_norm must be positive or null, got {clip_grad_norm}")
+        if ema_decay is not None and not 0 < ema_decay < 1:
+            raise ConfigError(f"trainer.ema_decay must lie in (0, 1) or be null, got {ema_decay}")
+        self.task, self.data = task, data
+        self.output_dir = Path(output_dir)
+        self.max_epochs = int(max_epochs)
+        self.device = self._pick_device(device)
+        self.precision = Precision(precision, self.device)
+        self.optimizer_factory = optimizer or (lambda params: torch.optim.AdamW(params, lr=1e-3))
+        self.scheduler_factory = scheduler
+        self.accumulate = int(accumulate_grad_batches)
+        self.clip_grad_norm = clip_grad_norm
+        self.ema_decay = ema_decay
+        self.eval_every = int(eval_every)
+        self.keep_last = int(keep_last)
+        self.seed, self.deterministic = int(seed), deterministic
+        self.compile, self.decay_norm_and_bias = compile, decay_norm_and_bias
+        self.config, self.resume = config, resume
+        self.callbacks: list[Callback] = [ConsoleLogger(), CSVLogger(), CurvesPlot()]
+        if progress:
+            self.callbacks.append(ProgressBar())
+        if tensorboard:
+            self.callbacks.append(TensorBoardLogger(log_every))
+        if early_stopping_patience is not None:
+            self.callbacks.append(EarlyStopping(early_stopping_patience, early_stopping_min_delta))
+        self.callbacks.extend(callbacks)
+        # Loop state: what a resumed run restores.
+        self.epoch = 0
+        self.start_epoch = 0
+        self.global_step = 0
+        self.best_metric: float | None = None
+        self.best_epoch: int | None = None
+        self.history: list[dict[str, Any]] = []
+        self.should_stop = False
+        self.artifacts: dict[str, str] = {}
+        self._is_setup = False
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def from_config(cls, config: Any, **overrides: Any) -> Trainer:
+        """Build the task, data, optimizer, scheduler and callbacks a composed config names."""
+        from oarkit.core.config import build_trainer
+
+        return build_trainer(config, **overrides)
+
+    @staticmethod
+    def _pick_device(device: str) -> torch.device:
+        if device == "auto":
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        try:
+            dev = torch.device(device)
+        except RuntimeError as err:
+            raise ConfigError(f"trainer.device={device!r} is not a device; use auto, cpu, cuda or cuda:N") from err
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise ConfigError(f"trainer.device={device!r} but no CUDA device is available; use trainer.device=cpu")
+        return dev
+
+    @property
+    def is_main(self) -> bool:
+        """Whether this process logs, draws progress bars and writes the run directory."""
+        return True
+
+    def setup(self) -> None:
+        """Build the model, loaders, optimizer and schedule (once); restore the state when resuming."""
+        if self._is_setup:
+            return
+        seed_everything(self.seed, deterministic=self.deterministic)
+        self.model = self.task.setup(self.data).to(self.device)
+        self.metric_template = self.task.build_metric()
+        self.main_indicator = self.metric_template.main_indicator
+        self.higher_is_better = self.metric_template.higher_is_better
+        self.train_loader = self._loader(self.data.train_dataset(), train=True)
+        val = self.data.val_dataset()
+        self.val_loader = self._loader(val, train=False) if val is not None else None
+        self.batches_per_epoch = len(self.train_loader)
+        steps_per_epoch = math.ceil(self.batches_per_epoch / self.accumulate)
+        self.optimizer = self.optimizer_factory(_parameter_groups(self.model, self.decay_norm_and_bias))
+        self.scheduler = (self.scheduler_factory(self.optimizer, steps_per_epoch=steps_per_epoch,
+                                                 max_epochs=self.max_epochs) if self.scheduler_factory else None)
+        self.ema = ModelEMA(self.model, self.ema_decay) if self.ema_decay else None
+        self.train_model = torch.compile(self.model) if self.compile else self.model
+        self._is_setup = True
+        if self.resume:
+            self._restore(self.output_dir / "last" if self.resume is True else Path(self.resume))
+
+    def _loader(self, dataset: Any, *, train: bool) -> DataLoader:
+        if len(dataset) == 0:
+            raise ConfigError(f"the {'training' if train else 'validation'} dataset is empty")
+        batch = int(self.data.batch_size)
+        if train:
+            # The same sampler class as distributed runs, so the shuffling order depends only on (seed, epoch).
+            sampler = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=True, seed=self.seed)
+        else:
+            sampler = SequentialSampler(dataset)
+        workers = int(self.data.num_workers)
+        # No persistent workers: each epoch's workers must see the dataset's set_epoch() (augmentation seeds).
+        return DataLoader(dataset, batch_size=batch, sampler=sampler, num_workers=workers,
+                          collate_fn=self.task.collate, drop_last=train and len(dataset) >= batch,
+                          pin_memory=self.device.type == "cuda")
+
+    # ----------------------------------------------------------------- the loop
+    @property
+    def current_lr(self) -> float:
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    @property
+    def eval_model(self) -> nn.Module:
+        """The weights that are evaluated and saved: the EMA copy when EMA is on."""
+        return self.ema.module if self.ema is not None else self.model
+
+    def _emit(self, event: str, *args: Any) -> None:
+        for cb in self.callbacks:
+            if self.is_main or cb.all_ranks:
+                getattr(cb, event)(self, *args)
+
+    def fit(self) -> dict[str, Any]:
+        """Train for the remaining epochs; returns a summary (best metric, directories, curves)."""
+        self.setup()
+        started = time.perf_counter()
+        if self.is_main:
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+        self._emit("on_fit_start")
+        try:
+            for epoch in range(self.start_epoch, self.max_epochs):
+                self.epoch = epoch
+                self._run_epoch(epoch)
+                if self.should_stop:
+                    break
+        except TrainingError as err:
+            self._emit("on_exception", err)
+            self._emit("on_fit_end")
+            raise
+        except BaseException as err:
+            self._emit("on_exception", err)
+            raise
+        if self.is_main and getattr(self, "last_metric", None) is not None:
+            for i, path in enumerate(self.task.plot_metric(self.last_metric, str(self.output_dir))):
+                self.artifacts[f"plot_{i}" if i else "metric_plot"] = path
+        self._emit("on_fit_end")
+        return self.summary(time.perf_counter() - started)
+
+    def _run_epoch(self, epoch: int) -> None:
+        tic = time.perf_counter()
+        self._emit("on_train_epoch_start", epoch)
+        train_logs = self.train_one_epoch(epoch)
+        row: dict[str, Any] = {"epoch": epoch + 1, **{f"train_{k}": v for k, v in train_logs.items()},
+                               "lr": self.current_lr}
+        metrics = None
+        if self.val_loader is not None and ((epoch + 1) % self.eval_every == 0 or epoch + 1 == self.max_epochs):
+            metrics = self.evaluate()
+            row.update({f"val_{k}": v for k, v in metrics.items()})
+        row["epoch_time_s"] = time.perf_counter() - tic
+        self.history.append(row)
+        self._save_checkpoints(epoch, metrics)
+        self._emit("on_train_epoch_end", row)
+
+    def train_one_epoch(self, epoch: int) -> dict[str, float]:
+        """One pass over the training set; returns the mean of each loss."""
+        self.model.train()
+        self.train_loader.sampler.set_epoch(epoch)
+        if hasattr(self.train_loader.dataset, "set_epoch"):
+            self.train_loader.dataset.set_epoch(epoch)
+        totals: dict[str, float] = defaultdict(float)
+        n = len(self.train_loader)
+        for i, batch in enumerate(self.train_loader):
+            batch = move_to(batch, self.device)
+            with self.precision.autocast():
+                losses = self.task.training_step(self.train_model, batch)
+            if "loss" not in losses:
+                raise TrainingError(f"{type(self.task).__name__}.training_step returned {sorted(losses)}: "
+                                    "it must return the total as 'loss'")
+            values = {k: float(v.detach()) for k, v in losses.items()}
+            if not math.isfinite(values["loss"]):
+                self._non_finite(epoch, i, f"loss is {values['loss']}")
+            self.precision.scaler.scale(losses["loss"] / self.accumulate).backward()
+            if (i + 1) % self.accumulate == 0 or i + 1 == n:
+                self._optimizer_step(epoch, i)
+            for k, v in values.items():
+                totals[k] += v
+            self._emit("on_train_batch_end", values, i)
+        return {k: v / max(1, n) for k, v in totals.items()}
+
+    def _optimizer_step(self, epoch: int, batch_idx: int) -> None:
+        scaler = self.precision.scaler
+        if self.clip_grad_norm is not None:
+            scaler.unscale_(self.optimizer)
+            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_grad_norm)
+            # Under fp16 an overflow is routine (the scaler skips the step); elsewhere it means divergence.
+            if not scaler.is_enabled() and not torch.isfinite(norm):
+                self._non_finite(epoch, batch_idx, f"gradient norm is {float(norm)}")
+        scaler.step(self.optimizer)
+        scaler.update()
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.scheduler is not None:
+            self.scheduler.step()
+        if self.ema is not None:
+            self.ema.update(self.model)
+        self.global_step += 1
+        self._emit("on_optimizer_step")
+
+    def _non_finite(self, epoch: int, batch_idx: int, what: str) -> None:
+        last = self.output_dir / "last"
+        kept = f"the last good checkpoint is {last} (epoch {self.history[-1]['epoch']})" if self.history \
+            else "no checkpoint was written yet"
+        raise TrainingError(f"training stopped at epoch {epoch + 1}, batch {batch_idx + 1}: the {what}; {kept}. "
+                            "Lower the learning rate, set trainer.clip_grad_norm (e.g. 1.0), or use "
+                            "trainer.precision=bf16 instead of fp16.")
+
+    @torch.no_grad()
+    def evaluate(self, loader: DataLoader | None = None) -> dict[str, Any]:
+        """The task metric of the evaluated weights (EMA when on) over ``loader`` (the validation set)."""
+        self.setup()
+        loader = loader or self.val_loader
+        if loader is None:
+            raise ConfigError("there is no validation set to evaluate on; give the data module a val split")
+        self._emit("on_validation_start")
+        model = self.eval_model
+        was_training = model.training
+        model.eval()
+        metric = self.task.build_metric()
+        for batch in loader:
+            batch = move_to(batch, self.device)
+            with self.precision.autocast():
+                outputs = self.task.validation_step(model, batch)
+            metric.update(outputs, batch)
+        self._reduce(metric)
+        results = metric.compute()
+        model.train(was_training)
+        self.last_metric = metric
+        self._emit("on_validation_end", results)
+        return results
+
+    def _reduce(self, metric: Any) -> None:
+        """Sum the metric state across ranks (a single process has nothing to reduce)."""
+
+    def predict(self, inputs: Any, **kwargs: Any) -> Any:
+        """Run the kit's predictor on the evaluated weights (paths, arrays, images, texts or lists of them)."""
+        self.setup()
+        return self.task.predictor(self.eval_model, **kwargs)(inputs)
+
+    # ----------------------------------------------------------------- checkpoints
+    def _meta(self, epoch: int, metrics: dict[str, Any] | None) -> dict[str, Any]:
+        model = self.model
+        return {
+            "task": self.task.kit,
+            "model": {"name": getattr(model, "oarkit_name", None), "kwargs": getattr(model, "oarkit_kwargs", {})},
+            "epoch": epoch + 1,
+            "global_step": self.global_step,
+            "weights": "ema" if self.ema is not None else "model",
+            "main_indicator": self.main_indicator,
+            "metrics": {k: v for k, v in (metrics or {}).items() if isinstance(v, (int, float))},
+            **self.task.meta(),
+            "versions": _versions(),
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+
+    def _config_yaml(self) -> str:
+        from omegaconf import OmegaConf
+
+        if self.config is not None:
+            return OmegaConf.to_yaml(self.config, resolve=True)
+        return OmegaConf.to_yaml({"output_dir": str(self.output_dir), "trainer": {
+            "max_epochs": self.max_epochs, "precision": self.precision.name, "seed": self.seed}})
+
+    def _train_state(self) -> dict[str, Any]:
+        state = {
+            "epoch": self.epoch + 1,
+            "global_step": self.global_step,
+            "best_metric": self.best_metric,
+            "best_epoch": self.best_epoch,
+            "history": self.history,
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict() if self.scheduler else None,
+            "scaler": self.precision.scaler.state_dict(),
+            "rng": rng_state(),
+            "callbacks": {f"{i}:{type(cb).__name__}": cb.state_dict() for i, cb in enumerate(self.callbacks)},
+        }
+        if self.ema is not None:
+            state["ema_updates"] = self.ema.updates
+            state["model"] = ckpt.contiguous_state(self.model)  # the raw weights; model.safetensors holds the EMA
+        return state
+
+    def _save_checkpoints(self, epoch: int, metrics: dict[str, Any] | None) -> None:
+        improved = False
+        if metrics is not None:
+            value = float(metrics[self.main_indicator])
+            improved = self.metric_template.is_better(value, self.best_metric)
+            if improved:
+                self.best_metric, self.best_epoch = value, epoch + 1
+        if not self.is_main:
+            return
+        weights = ckpt.contiguous_state(self.eval_model)
+        meta, config = self._meta(epoch, metrics), self._config_yaml()
+        if improved or (self.val_loader is None):
+            self._emit("on_checkpoint", ckpt.write_model_dir(self.output_dir / "best", weights=weights, meta=meta,
+                                                               config_yaml=config))
+        if self.keep_last:
+            kept = self.output_dir / "checkpoints"
+            kept.mkdir(exist_ok=True)
+            ckpt.write_model_dir(kept / f"epoch_{epoch + 1:04d}", weights=weights, meta=meta, config_yaml=config)
+            for old in sorted(p for p in kept.iterdir() if p.name.startswith("epoch_"))[:-self.keep_last]:
+                shutil.rmtree(old)
+        # last/ goes last: when it names epoch N, everything of epoch N is on disk.
+        self._emit("on_checkpoint", ckpt.write_model_dir(self.output_dir / "last", weights=weights, meta=meta,
+                                                           config_yaml=config, train_state=self._train_state()))
+
+    def _restore(self, last: Path) -> None:
+        from oarkit.core.hub import load_state_dict, read_state_dict
+
+        last = ckpt.resolve_dir(last)
+        state = ckpt.read_train_state(last)
+        weights = read_state_dict(last / ckpt.MODEL_FILE)
+        load_state_dict(self.model, state.get("model", weights), source=str(last))
+        if self.ema is not None:
+            self.ema.module.load_state_dict(weights)
+            self.ema.updates = int(state.get("ema_updates", 0))
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.scheduler is not None and state["scheduler"] is not None:
+            self.scheduler.load_state_dict(state["scheduler"])
+        self.precision.scaler.load_state_dict(state["scaler"])
+        saved = state["callbacks"]
+        for i, cb in enumerate(self.callbacks):
+            if f"{i}:{type(cb).__name__}" in saved:
+                cb.load_state_dict(saved[f"{i}:{type(cb).__name__}"])
+        self.start_epoch = self.epoch = int(state["epoch"])
+        self.global_step = int(state["global_step"])
+        self.best_metric, self.best_epoch = state["best_metric"], state["best_epoch"]
+        self.history = list(state["history"])
+        set_rng_state(state["rng"])
+        logger.info("resumed from %s at epoch %d (step %d)", last, self.start_epoch, self.global_step)
+        if self.start_epoch >= self.max_epochs:
+            logger.info("the run already finished its %d epochs; raise trainer.max_epochs to train on",
+                        self.max_epochs)
+
+    def summary(self, wall_s: float | None = None) -> dict[str, Any]:
+        """What the run produced: best metric and epoch, the directories, the curves PNG."""
+        out = {
+            "main_indicator": self.main_indicator,
+            "best_metric": self.best_metric,
+            "best_epoch": self.best_epoch,
+            "epochs_run": len(self.history),
+            "output_dir": str(self.output_dir),
+            "best_dir": str(self.output_dir / "best"),
+            "last_dir": str(self.output_dir / "last"),
+            **self.artifacts,
+        }
+        if wall_s is not None:
+            out["wall_s"] = round(wall_s, 2)
+        return out

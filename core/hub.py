@@ -1,0 +1,183 @@
+"""Pretrained weights: local cache, download when online, sha256 verification, loading onto a module."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from oarkit.core.errors import WeightsError
+
+if TYPE_CHECKING:
+    from oarkit.core.registry import ModelCard, PretrainedWeights
+
+logger = logging.getLogger(__name__)
+
+# torchvision's convention: "resnet18-f37072fd.pth" carries the first hex digits of the file's sha256.
+_HASH_PREFIX = re.compile(r"-([a-f0-9]{8,})\.")
+
+
+def cache_dir() -> Path:
+    """Where downloaded weights are kept: ``$OARKIT_HOME/weights`` (default ``~/.cache/oarkit/weights``)."""
+    root = os.environ.get("OARKIT_HOME") or Path.home() / ".cache" / "oarkit"
+    return Path(root) / "weights"
+
+
+def sha256_of(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def cached_path(weights: PretrainedWeights, model_name: str) -> Path:
+    """The cache location of ``weights`` (whether or not it is there yet)."""
+    if weights.file_name and not weights.url:
+        name = f"{weights.hub_id.replace('/', '--')}--{weights.file_name}"
+    else:
+        name = weights.file_name or weights.url.rsplit("/", 1)[-1]
+    if not name:
+        raise WeightsError(f"{model_name}: its registered weights name neither a url nor a hub file")
+    return cache_dir() / name
+
+
+def verify(path: Path, weights: PretrainedWeights, model_name: str) -> None:
+    """Check ``path`` against the registered sha256 (or its recorded first-download digest).
+
+    Raises:
+        WeightsError: the digest differs; the file is refused and left for the user to inspect.
+    """
+    actual = sha256_of(path)
+    expected, origin = weights.sha256, "registered sha256"
+    record = path.with_name(path.name + ".sha256")
+    if not expected:
+        prefix = _HASH_PREFIX.search(path.name)
+        if prefix:
+            expected, origin = prefix.group(1), "hash prefix in its file name"
+        elif record.exists():
+            expected, origin = record.read_text().strip(), f"digest recorded at first download ({record})"
+    if expected and not actual.startswith(expected):
+        raise WeightsError(f"{model_name}: {path} has sha256 {actual}, which does not match the {origin} "
+                           f"{expected}. The file is corrupt or not the registered one; delete it and retry.")
+    if not weights.sha256 and not record.exists():
+        record.write_text(actual + "\n")
+
+
+def _download(weights: PretrainedWeights, target: Path, model_name: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    hint = (f"Download it by hand from {weights.location} to {target}, "
+            "or pass pretrained='path/to/file' to load a local copy.")
+    offline = os.environ.get("HF_HUB_OFFLINE") == "1"
+    try:
+        if weights.url:
+            fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".part")
+            os.close(fd)
+            try:
+                torch.hub.download_url_to_file(weights.url, tmp, progress=True)
+                os.replace(tmp, target)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        else:
+            from huggingface_hub import hf_hub_download
+
+            # Offline, the Hugging Face cache may still hold the file; local_files_only never touches the network.
+            shutil.copyfile(hf_hub_download(weights.hub_id, weights.file_name, local_files_only=offline), target)
+    except Exception as err:  # network, HTTP and hub errors all end up here
+        if offline and not weights.url:
+            raise WeightsError(f"{model_name}: weights are not cached at {target} nor in the Hugging Face cache, "
+                               f"and HF_HUB_OFFLINE=1. {hint}") from err
+        raise WeightsError(f"{model_name}: could not download its weights ({type(err).__name__}: {err}). "
+                           f"{hint}") from err
+
+
+def resolve_weights(card: ModelCard) -> Path:
+    """A verified local file of the card's registered weights, downloading it when it is not cached."""
+    if card.weights is None:
+        raise WeightsError(f"{card.name} has no registered weights; use pretrained=False or a local file path")
+    path = cached_path(card.weights, card.name)
+    if not path.exists():
+        logger.info("downloading %s weights from %s", card.name, card.weights.location)
+        _download(card.weights, path, card.name)
+    verify(path, card.weights, card.name)
+    return path
+
+
+def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
+    """Tensors of a checkpoint: ``.safetensors``, a torch file (``.pth``/``.pt``/``.bin``) or a run directory."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "model.safetensors"
+    if not path.exists():
+        raise WeightsError(f"weights file {path} does not exist")
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            return load_file(str(path))
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:
+        raise WeightsError(f"cannot read weights from {path}: {err}") from err
+    for key in ("state_dict", "model", "model_state_dict"):
+        if isinstance(state, dict) and isinstance(state.get(key), dict):
+            state = state[key]
+    if not isinstance(state, dict):
+        raise WeightsError(f"{path} holds a {type(state).__name__}, not a state dict of tensors")
+    return {k.removeprefix("module."): v for k, v in state.items() if isinstance(v, torch.Tensor)}
+
+
+def load_state_dict(model: nn.Module, state: dict[str, Any], *, head: tuple[str, ...] = (),
+                    source: str = "checkpoint") -> list[str]:
+    """Load ``state`` onto ``model``; head tensors whose shape differs are left at their fresh initialisation.
+
+    Returns:
+        The names of the head tensors that were re-initialised.
+
+    Raises:
+        WeightsError: a tensor outside the head is missing, unexpected or of another shape.
+    """
+    own = model.state_dict()
+    in_head = [k for k in own if any(k == h or k.startswith(h + ".") for h in head)]
+    # A head of another size, or none at all (a backbone-only checkpoint), keeps its fresh initialisation.
+    reset = [k for k in in_head if k not in state or state[k].shape != own[k].shape]
+    state = {k: v for k, v in state.items() if k not in reset}
+    bad_shape = [f"{k}: {tuple(v.shape)} vs {tuple(own[k].shape)}" for k, v in state.items()
+                 if k in own and v.shape != own[k].shape]
+    # Checkpoints older than PyTorch 0.4.1 (torchvision's first releases) have no BatchNorm step counters.
+    missing = [k for k in own if k not in state and k not in reset and not k.endswith(".num_batches_tracked")]
+    unexpected = [k for k in state if k not in own]
+    if bad_shape or missing or unexpected:
+        parts = [f"{label} ({len(keys)}): {', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}"
+                 for label, keys in (("shape mismatch", bad_shape), ("missing", missing),
+                                     ("unexpected", unexpected)) if keys]
+        raise WeightsError(f"{source} does not fit {type(model).__name__}: " + "; ".join(parts))
+    model.load_state_dict(state, strict=False)
+    if reset:
+        logger.info("re-initialised the head (%s): the number of classes differs from %s", ", ".join(reset), source)
+    return reset
+
+
+def load_pretrained(model: nn.Module, card: ModelCard, pretrained: bool | str | Path) -> list[str]:
+    """Load the card's registered weights (``pretrained=True``) or a local file onto ``model``."""
+    if pretrained is True:
+        fmt, location = (card.weights.format, card.weights.location) if card.weights else ("", "")
+    else:
+        fmt, location = Path(pretrained).suffix.lstrip("."), str(pretrained)
+    if fmt == "pdparams":
+        raise WeightsError(f"{card.name}: PaddlePaddle weights ({location}) cannot be loaded yet: conversion of "
+                           "'pdparams' checkpoints is not supported. Use pretrained=False, or a converted "
+                           ".safetensors/.pth file as pretrained='path'.")
+    path = resolve_weights(card) if pretrained is True else Path(pretrained)
+    state = read_state_dict(path)
+    if card.state_dict_filter is not None:
+        state = card.state_dict_filter(state, model)
+    return load_state_dict(model, state, head=card.classifier, source=str(path))

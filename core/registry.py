@@ -1,0 +1,222 @@
+"""The model registry: ``<kit>/<variant>`` names mapped to small factories and their model cards.
+
+A kit registers each named variant once, with the pretrained settings kept beside it::
+
+    @register_model("clas/pp_lcnet_x1_0", weights=PretrainedWeights(hub_id="timm/lcnet_100.ra2_in1k"), ...)
+    def pp_lcnet_x1_0(*, num_classes: int = 1000, **kwargs) -> nn.Module: ...
+
+Whole external catalogues (every timm model under ``timm/``) plug in as namespaces.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from torch import nn
+
+from oarkit.core.errors import ConfigError, UnknownNameError, did_you_mean
+
+logger = logging.getLogger(__name__)
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+@dataclass(frozen=True)
+class PretrainedWeights:
+    """Where a model's released weights live and what they are.
+
+    Attributes:
+        url: direct download address of the file.
+        hub_id: a Hugging Face hub repository (``timm/lcnet_100.ra2_in1k``); used when ``url`` is empty.
+        file_name: the file inside ``hub_id`` (or the cache name of ``url``).
+        sha256: the file's digest; when empty the digest of the first download is recorded and enforced.
+        format: ``safetensors``, ``pth``, or ``pdparams`` (PaddlePaddle; refused until a converter exists).
+        license: licence of the weights.
+        source: who trained and published them.
+    """
+
+    url: str = ""
+    hub_id: str = ""
+    file_name: str = ""
+    sha256: str = ""
+    format: str = "safetensors"
+    license: str = "unknown"
+    source: str = ""
+
+    @property
+    def location(self) -> str:
+        return self.url or (f"hf-hub:{self.hub_id}/{self.file_name}" if self.hub_id else "")
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """Everything known about one registered model, returned by :func:`model_info`.
+
+    Attributes:
+        name: the registry name, ``<kit>/<variant>``.
+        task: what the model does (``classification``, ``segmentation``, ...).
+        factory: builds the module; takes ``num_classes`` and the model's own keyword arguments.
+        weights: the registered pretrained weights, or ``None``.
+        family: architecture family (``pp_lcnet``, ``resnet_vd``, ...), used to sample tests and tables.
+        input_size: channels, height, width the weights were trained at.
+        mean, std: normalisation of the weights' inputs, in [0, 1] pixel units.
+        crop_pct: centre-crop fraction of the eval transform.
+        interpolation: resize interpolation of the eval transform.
+        num_classes: classes of the registered head.
+        label_names: label set of the weights (``imagenet-1k``) when there is one.
+        metrics: reference metrics of the weights (``{"imagenet_top1": 71.32}``).
+        metrics_source: where the reference metrics are published.
+        paper: title and link of the paper.
+        classifier: module prefixes of the head, re-initialised when ``num_classes`` differs.
+        test_input_size: a small input on which forward and backward must run.
+        tags: free labels such as ``large`` (kept out of the fast test sample).
+        state_dict_filter: converts a released checkpoint's names onto this module's names.
+    """
+
+    name: str
+    task: str
+    factory: Callable[..., nn.Module]
+    weights: PretrainedWeights | None = None
+    family: str = ""
+    input_size: tuple[int, int, int] = (3, 224, 224)
+    mean: tuple[float, ...] = IMAGENET_MEAN
+    std: tuple[float, ...] = IMAGENET_STD
+    crop_pct: float = 0.875
+    interpolation: str = "bilinear"
+    num_classes: int = 1000
+    label_names: str = ""
+    metrics: dict[str, float] = field(default_factory=dict)
+    metrics_source: str = ""
+    paper: str = ""
+    classifier: tuple[str, ...] = ("fc",)
+    test_input_size: tuple[int, int, int] = (3, 64, 64)
+    tags: tuple[str, ...] = ()
+    state_dict_filter: Callable[[dict[str, Any], nn.Module], dict[str, Any]] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain, JSON-friendly view (the factory and filter are left out)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out.pop("factory")
+        out.pop("state_dict_filter")
+        out["weights"] = dataclasses.asdict(self.weights) if self.weights else None
+        return out
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """A whole external catalogue reachable as ``<prefix>/<name>`` (e.g. every timm model)."""
+
+    prefix: str
+    card: Callable[[str], ModelCard | None]
+    names: Callable[[str], list[str]]
+
+
+_MODELS: dict[str, ModelCard] = {}
+_NAMESPACES: dict[str, Namespace] = {}
+
+
+def register_model(name: str, factory: Callable[..., nn.Module] | None = None, **card: Any) -> Any:
+    """Register a model variant under ``name``; usable as a decorator or as a call.
+
+    Args:
+        name: ``<kit>/<variant>``, unique across oarkit.
+        factory: the builder; leave it out to use ``register_model`` as a decorator.
+        **card: the remaining :class:`ModelCard` fields.
+
+    Raises:
+        ConfigError: the name is malformed or already registered.
+    """
+    if factory is None:
+        return lambda fn: (register_model(name, fn, **card), fn)[1]
+    if name.count("/") != 1 or not all(name.split("/")):
+        raise ConfigError(f"model name {name!r} must read '<kit>/<variant>', e.g. 'clas/pp_lcnet_x1_0'")
+    if name in _MODELS:
+        raise ConfigError(f"model {name!r} is already registered (by {_MODELS[name].factory.__module__}); "
+                          "pick another name")
+    if name.split("/")[0] in _NAMESPACES:
+        raise ConfigError(f"model {name!r} would shadow the {name.split('/')[0]!r} namespace")
+    _MODELS[name] = ModelCard(name=name, factory=factory, **card)
+    return _MODELS[name]
+
+
+def register_namespace(namespace: Namespace) -> None:
+    """Make an external catalogue reachable under ``namespace.prefix + '/'``."""
+    if namespace.prefix in _NAMESPACES:
+        raise ConfigError(f"namespace {namespace.prefix!r} is already registered")
+    _NAMESPACES[namespace.prefix] = namespace
+
+
+def _ensure_kits_loaded() -> None:
+    """Import the kits so their registrations run; a kit that fails to import is reported, not hidden."""
+    from oarkit.core import kits
+
+    kits.load_all()
+
+
+def model_info(name: str) -> ModelCard:
+    """The card of a registered model (its pretrained settings, input size, reference metrics, ...).
+
+    Raises:
+        UnknownNameError: no such model; the message lists the closest names.
+    """
+    _ensure_kits_loaded()
+    if name in _MODELS:
+        return _MODELS[name]
+    prefix, _, rest = name.partition("/")
+    if prefix in _NAMESPACES and rest:
+        card = _NAMESPACES[prefix].card(rest)
+        if card is not None:
+            return card
+        known = [f"{prefix}/{n}" for n in _NAMESPACES[prefix].names("*")]  # suggest full, valid names
+        raise UnknownNameError(f"unknown model {name!r}.{did_you_mean(name, known)}")
+    raise UnknownNameError(f"unknown model {name!r}.{did_you_mean(name, _MODELS)} "
+                           "See oarkit.core.list_models() for every name.")
+
+
+def list_models(pattern: str = "*", *, pretrained: bool = False) -> list[str]:
+    """Registered names matching an fnmatch ``pattern``, sorted; ``pretrained=True`` keeps those with weights.
+
+    Namespaced catalogues are listed only when the pattern names them (``list_models("timm/*")``).
+    """
+    _ensure_kits_loaded()
+    names = [n for n, c in _MODELS.items() if fnmatch.fnmatch(n, pattern) and (c.weights or not pretrained)]
+    for prefix, ns in _NAMESPACES.items():
+        if pattern.startswith(prefix + "/"):
+            names += [f"{prefix}/{n}" for n in ns.names(pattern[len(prefix) + 1:])]
+    return sorted(names)
+
+
+def create_model(name: str, *, pretrained: bool | str = False, num_classes: int | None = None,
+                 **kwargs: Any) -> nn.Module:
+    """Build a registered model.
+
+    Args:
+        name: a registry name (``clas/pp_lcnet_x1_0``) or a namespaced one (``timm/convnext_atto``).
+        pretrained: ``True`` for the registered weights, a path for a local file or run directory.
+        num_classes: classes of the head; when it differs from the weights the head is re-initialised.
+        **kwargs: the model's own keyword arguments.
+
+    Returns:
+        The module, with ``oarkit_name`` and ``oarkit_kwargs`` recording how it was built.
+    """
+    card = model_info(name)
+    classes = card.num_classes if num_classes is None else int(num_classes)
+    if classes < 1:
+        raise ConfigError(f"num_classes must be at least 1, got {num_classes}")
+    try:
+        model = card.factory(num_classes=classes, **kwargs)
+    except TypeError as err:
+        raise ConfigError(f"cannot build {name!r} with arguments {kwargs}: {err}") from err
+    if pretrained:
+        from oarkit.core import hub
+
+        hub.load_pretrained(model, card, pretrained)
+    model.oarkit_name = name
+    model.oarkit_kwargs = {"num_classes": classes, **kwargs}
+    return model

@@ -1,0 +1,106 @@
+"""A toy task on Gaussian blobs: the smallest complete Task for exercising the Trainer's mechanics."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+from torch.utils.data import TensorDataset
+
+from oarkit.core.engine.metric import Metric
+from oarkit.core.engine.task import DataModule, Task
+
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", "/tmp/oarkit-test-inductor")
+
+
+class BlobData(DataModule):
+    """Three Gaussian blobs in 8 dimensions; the split is fixed by ``seed``."""
+
+    def __init__(self, n: int = 96, batch_size: int = 16, seed: int = 0) -> None:
+        g = torch.Generator().manual_seed(seed)
+        centers = torch.randn(3, 8, generator=g) * 2
+        y = torch.arange(n) % 3
+        x = centers[y] + torch.randn(n, 8, generator=g)
+        self.train = TensorDataset(x[: n * 3 // 4], y[: n * 3 // 4])
+        self.val = TensorDataset(x[n * 3 // 4:], y[n * 3 // 4:])
+        self.batch_size = batch_size
+        self.num_workers = 0
+
+    def train_dataset(self) -> TensorDataset:
+        return self.train
+
+    def val_dataset(self) -> TensorDataset:
+        return self.val
+
+
+class Accuracy(Metric):
+    main_indicator = "acc"
+
+    def reset(self) -> None:
+        self.state = {"correct": torch.zeros((), dtype=torch.long), "total": torch.zeros((), dtype=torch.long)}
+
+    def update(self, outputs: torch.Tensor, batch: Any) -> None:
+        self.state["correct"] += (outputs.argmax(-1).cpu() == batch[1].cpu()).sum()
+        self.state["total"] += len(batch[1])
+
+    def compute(self) -> dict[str, Any]:
+        return {"acc": 100.0 * float(self.state["correct"]) / max(1, int(self.state["total"]))}
+
+
+class ToyTask(Task):
+    """An MLP with BatchNorm and dropout (both matter for exact resume); can inject a NaN loss."""
+
+    kit = "toy"
+
+    def __init__(self, *, norm: bool = True, dropout: float = 0.1, nan_at_step: int | None = None) -> None:
+        self.norm, self.dropout, self.nan_at_step = norm, dropout, nan_at_step
+        self.steps = 0
+        self.autocast_dtypes: list[torch.dtype] = []
+
+    def setup(self, data: DataModule) -> nn.Module:
+        layers: list[nn.Module] = [nn.Linear(8, 32)]
+        if self.norm:
+            layers.append(nn.BatchNorm1d(32))
+        layers += [nn.ReLU(), nn.Dropout(self.dropout), nn.Linear(32, 3)]
+        return nn.Sequential(*layers)
+
+    def training_step(self, model: nn.Module, batch: Any) -> dict[str, torch.Tensor]:
+        x, y = batch
+        logits = model(x)
+        self.autocast_dtypes.append(logits.dtype)
+        loss = nn.functional.cross_entropy(logits.float(), y)
+        self.steps += 1
+        if self.nan_at_step is not None and self.steps >= self.nan_at_step:
+            loss = loss * float("nan")
+        return {"loss": loss, "ce": loss.detach()}
+
+    def validation_step(self, model: nn.Module, batch: Any) -> torch.Tensor:
+        return model(batch[0]).float()
+
+    def build_metric(self) -> Metric:
+        return Accuracy()
+
+
+def make_trainer(tmp_path, *, task: ToyTask | None = None, data: BlobData | None = None, **kwargs):
+    from oarkit.core.engine.trainer import Trainer
+
+    defaults = dict(output_dir=tmp_path / "run", max_epochs=2, progress=False, tensorboard=False,
+                    optimizer=lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9))
+    defaults.update(kwargs)
+    return Trainer(task or ToyTask(), data or BlobData(), **defaults)
+
+
+@pytest.fixture
+def trainer_factory(tmp_path):
+    return lambda **kw: make_trainer(tmp_path, **kw)
+
+
+@pytest.fixture
+def toy():
+    """The toy classes, for tests that need more than one trainer."""
+    import types
+
+    return types.SimpleNamespace(BlobData=BlobData, ToyTask=ToyTask, make_trainer=make_trainer)
