@@ -145,6 +145,25 @@ def cmd_prepare_data(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- models
+def cmd_models(args: argparse.Namespace) -> int:
+    from oarkit.core.registry import list_models, model_info
+
+    if args.info:
+        print(json.dumps(model_info(args.info).to_dict(), indent=2, default=str))
+        return 0
+    names = list_models(args.pattern, pretrained=args.pretrained)
+    if not names:
+        raise OarkitError(f"no model matches {args.pattern!r}; try 'clas/*' or 'timm/resnet*'")
+    for name in names:
+        card = model_info(name)
+        top1 = card.metrics.get("imagenet_top1")
+        licence = card.weights.license if card.weights else "-"
+        print(f"{name:<40} {card.family:<22} {f'{top1:.2f}' if top1 else '':>6}  {licence}")
+    print(f"{len(names)} models")
+    return 0
+
+
 # ----------------------------------------------------------------------------- summary
 def cmd_summary(args: argparse.Namespace) -> int:
     from oarkit.core.engine.checkpoint import read_meta
@@ -203,6 +222,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--save-dir", help="write a picture of each prediction here")
     p.add_argument("--device", default="cpu")
     p.set_defaults(func=cmd_predict)
+
+    p = verbs.add_parser("models", help="list registered models (fnmatch pattern) or show one model's card")
+    p.add_argument("pattern", nargs="?", default="*", help="e.g. 'clas/pp_*' or 'timm/convnext*'")
+    p.add_argument("--pretrained", action="store_true", help="only models with registered weights")
+    p.add_argument("--info", metavar="NAME", help="print the model card of NAME")
+    p.set_defaults(func=cmd_models)
 
     p = verbs.add_parser("summary", help="print what a run produced: metric, directories, pictures")
     p.add_argument("run_dir")

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -160,7 +161,11 @@ def load_state_dict(model: nn.Module, state: dict[str, Any], *, head: tuple[str,
                  for label, keys in (("shape mismatch", bad_shape), ("missing", missing),
                                      ("unexpected", unexpected)) if keys]
         raise WeightsError(f"{source} does not fit {type(model).__name__}: " + "; ".join(parts))
-    model.load_state_dict(state, strict=False)
+    # Names and shapes now match this model, so its own format versions apply: modules that convert older formats
+    # while loading (torchvision's MNASNet refuses a state dict without versions) see the current one.
+    loadable = OrderedDict(state)
+    loadable._metadata = getattr(own, "_metadata", None)
+    model.load_state_dict(loadable, strict=False)
     if reset:
         logger.info("re-initialised the head (%s): the number of classes differs from %s", ", ".join(reset), source)
     return reset

@@ -9,15 +9,17 @@ from __future__ import annotations
 import functools
 
 import timm
+from timm.models import PretrainedCfg
 
 from oarkit.clas.models.timm_backed import timm_card_fields, timm_cfg, timm_factory
 from oarkit.core.registry import ModelCard, Namespace, register_namespace
 
 
-def _paper(cfg) -> str:
-    ids = [p.removeprefix("arXiv:") for p in (cfg.paper_ids or "").split(",") if p.strip()]
-    links = ", ".join(f"https://arxiv.org/abs/{p.strip()}" if "/" not in p else p.strip() for p in ids)
-    return ", ".join(part for part in (cfg.paper_name or "", links) if part)
+def _paper(cfg: PretrainedCfg) -> str:
+    ids = cfg.paper_ids or ()
+    ids = [i.strip() for i in (ids.split(",") if isinstance(ids, str) else ids) if i.strip()]
+    links = [f"https://arxiv.org/abs/{i.removeprefix('arXiv:')}" if i.startswith("arXiv:") else i for i in ids]
+    return ", ".join([cfg.paper_name] * bool(cfg.paper_name) + links)
 
 
 @functools.cache

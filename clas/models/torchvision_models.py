@@ -61,6 +61,7 @@ LARGE_PARAMS = 100_000_000  # over this, a model is tagged "large" and kept out 
 SMALL_INPUT = 32
 # Auxiliary classifiers of the Inception models, present in their released weights.
 AUX_HEADS = {"googlenet": ("aux1.", "aux2."), "inception_v3": ("AuxLogits.",)}
+_VIT_LEGACY = re.compile(r"mlp\.linear_([12])\.")
 # torchvision's DenseNet weights predate its module names: "denselayer1.norm.1.weight" is now "...norm1.weight".
 _DENSENET_LEGACY = re.compile(r"^(.*denselayer\d+\.(?:norm|relu|conv))\.([12]\.(?:weight|bias|running_(?:mean|var)))$")
 
@@ -79,6 +80,20 @@ def _densenet_filter(state: dict[str, torch.Tensor], model: nn.Module) -> dict[s
     return {"".join(m.groups()) if (m := _DENSENET_LEGACY.match(k)) else k: v for k, v in state.items()}
 
 
+def _vit_filter(state: dict[str, torch.Tensor], model: nn.Module) -> dict[str, torch.Tensor]:
+    """Rename the MLP layers of ViT checkpoints saved before torchvision 0.14 (``mlp.linear_1`` is ``mlp.0``)."""
+    return {_VIT_LEGACY.sub(lambda m: f"mlp.{3 * (int(m.group(1)) - 1)}.", k): v for k, v in state.items()}
+
+
+def _mnasnet_filter(state: dict[str, torch.Tensor], model: nn.Module) -> dict[str, torch.Tensor]:
+    """Give the model the fixed 32-channel stem of version-1 MNASNet checkpoints when ``state`` has one."""
+    stem = state.get("layers.0.weight")
+    if stem is not None and stem.shape != model.layers[0].weight.shape:
+        # torchvision rebuilds that stem while loading a version-1 state dict; let it (MNASNet owns no tensors itself).
+        model._load_from_state_dict({}, "", {"version": 1}, False, [], [], [])
+    return state
+
+
 def _aux_filter(prefixes: tuple[str, ...]) -> Callable[[dict[str, torch.Tensor], nn.Module], dict[str, torch.Tensor]]:
     def drop_unused_aux(state: dict[str, torch.Tensor], model: nn.Module) -> dict[str, torch.Tensor]:
         """Drop the auxiliary heads' tensors when the model was built without them (``aux_logits=False``)."""
@@ -86,6 +101,9 @@ def _aux_filter(prefixes: tuple[str, ...]) -> Callable[[dict[str, torch.Tensor],
         return {k: v for k, v in state.items() if k in own or not k.startswith(prefixes)}
 
     return drop_unused_aux
+
+
+FILTERS = {"densenet": _densenet_filter, "vision_transformer": _vit_filter, "mnasnet": _mnasnet_filter}
 
 
 def _paper(name: str) -> str:
@@ -133,8 +151,7 @@ def _register(name: str) -> None:
         classifier=HEADS[family],
         test_input_size=(3, test_size, test_size),
         tags=("large",) if meta["num_params"] > LARGE_PARAMS else (),
-        state_dict_filter=(_densenet_filter if family == "densenet"
-                           else _aux_filter(AUX_HEADS[name]) if name in AUX_HEADS else None),
+        state_dict_filter=_aux_filter(AUX_HEADS[name]) if name in AUX_HEADS else FILTERS.get(family),
     )
 
 

@@ -11,7 +11,6 @@ import pytest
 import torch
 from torch import nn
 
-import oarkit.clas.models  # noqa: F401  registers the models (until oarkit.clas imports it itself)
 from oarkit.core import UnknownNameError, WeightsError, create_model, list_models, model_info
 from oarkit.core.hub import load_state_dict
 
@@ -129,6 +128,32 @@ def test_inception_aux_weights_load_without_aux_heads() -> None:
     model = create_model("clas/tv_googlenet", num_classes=NUM_CLASSES)
     reset = load_state_dict(model, card.state_dict_filter(released, model), head=card.classifier)
     assert reset == ["fc.weight", "fc.bias"]
+
+
+def test_vit_legacy_mlp_keys_are_renamed() -> None:
+    card, model = model_info("clas/tv_vit_b_32"), create_model("clas/tv_vit_b_32")
+    state = model.state_dict()
+    legacy = {k.replace("mlp.0.", "mlp.linear_1.").replace("mlp.3.", "mlp.linear_2."): v for k, v in state.items()}
+    assert legacy.keys() != state.keys() and card.state_dict_filter(legacy, model).keys() == state.keys()
+
+
+def test_mnasnet_checkpoints_load(tmp_path) -> None:
+    from safetensors.torch import save_file
+
+    # A checkpoint without torch's version metadata (safetensors) used to make torchvision's MNASNet refuse it.
+    trained = create_model("clas/tv_mnasnet1_0")
+    save_file(trained.state_dict(), str(tmp_path / "model.safetensors"))
+    loaded = create_model("clas/tv_mnasnet1_0", pretrained=tmp_path, num_classes=NUM_CLASSES)
+    assert torch.equal(loaded.layers[0].weight, trained.layers[0].weight)
+    # Version-1 checkpoints (torchvision's mnasnet0_5 release) have a fixed 32-channel stem.
+    card, v1 = model_info("clas/tv_mnasnet0_5"), create_model("clas/tv_mnasnet0_5")
+    with pytest.warns(UserWarning, match="new version of MNASNet"):
+        card.state_dict_filter({"layers.0.weight": torch.zeros(32, 3, 3, 3)}, v1)
+    released = v1.state_dict()
+    fresh = create_model("clas/tv_mnasnet0_5")
+    with pytest.warns(UserWarning, match="new version of MNASNet"):
+        load_state_dict(fresh, card.state_dict_filter(released, fresh), head=card.classifier)
+    assert torch.equal(fresh.layers[0].weight, released["layers.0.weight"]) and fresh.layers[0].out_channels == 32
 
 
 def test_timm_namespace() -> None:
