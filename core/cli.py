@@ -29,7 +29,9 @@ def _setup_environment() -> None:
     os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # HF_HUB_OFFLINE=0 lets pretrained=True download from the hub
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path.home() / ".cache" / "oarkit" / "inductor"))
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    # Under torchrun only rank zero talks; the other ranks report warnings and errors.
+    level = logging.INFO if os.environ.get("RANK", "0") == "0" else logging.WARNING
+    logging.basicConfig(level=level, format="%(message)s", stream=sys.stdout)
     for noisy in ("matplotlib", "PIL", "urllib3", "h5py"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -78,9 +80,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.show_config:
         print(OmegaConf.to_yaml(cfg))
         return 0
+    from oarkit.core import distributed
+
     trainer = build_trainer(cfg, resume=args.resume or False)
-    summary = trainer.fit()
-    _print_block("training finished", summary)
+    try:
+        summary = trainer.fit()
+    finally:
+        distributed.cleanup()
+    if trainer.is_main:
+        _print_block("training finished", summary)
     return 0
 
 

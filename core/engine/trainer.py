@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import platform
 import shutil
 import time
@@ -23,6 +24,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler, SequentialSampler
 
+from oarkit.core import distributed
 from oarkit.core.engine import checkpoint as ckpt
 from oarkit.core.engine.callbacks import (
     Callback,
@@ -98,6 +100,9 @@ class Trainer:
         deterministic: choose deterministic kernels (bit-exact resume on the CPU).
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
         compile: run the model under ``torch.compile``.
+        strategy: under torchrun, ``ddp`` (DistributedDataParallel) or ``fsdp`` (FSDP2 ``fully_shard``; bf16
+            precision becomes its mixed-precision policy). ``data.batch_size`` is per process.
+        sync_batchnorm: under torchrun on GPUs, synchronise BatchNorm statistics across processes.
         decay_norm_and_bias: apply weight decay to biases and norm weights too.
         log_every: steps between TensorBoard scalars.
         progress: show a progress bar.
@@ -115,6 +120,7 @@ class Trainer:
                  early_stopping_min_delta: float = 0.0, seed: int = 0, deterministic: bool = False,
                  device: str = "auto", compile: bool = False, decay_norm_and_bias: bool = False,
                  log_every: int = 10, progress: bool = True, tensorboard: bool = True,
+                 strategy: Literal["ddp", "fsdp"] = "ddp", sync_batchnorm: bool = False,
                  callbacks: Sequence[Callback] = (), config: Any = None, resume: bool | str | Path = False) -> None:
         minimums = {"max_epochs": (max_epochs, 1), "accumulate_grad_batches": (accumulate_grad_batches, 1),
                     "eval_every": (eval_every, 1), "keep_last": (keep_last, 0), "log_every": (log_every, 1)}
@@ -140,6 +146,8 @@ class Trainer:
         self.seed, self.deterministic = int(seed), deterministic
         self.compile, self.decay_norm_and_bias = compile, decay_norm_and_bias
         self.config, self.resume = config, resume
+        self.strategy, self.sync_batchnorm = strategy, sync_batchnorm
+        self.dist = distributed.DistContext()
         self.callbacks: list[Callback] = [ConsoleLogger(), CSVLogger(), CurvesPlot()]
         if progress:
             self.callbacks.append(ProgressBar())
@@ -181,15 +189,21 @@ class Trainer:
 
     @property
     def is_main(self) -> bool:
-        """Whether this process logs, draws progress bars and writes the run directory."""
-        return True
+        """Whether this process logs, draws progress bars and writes the run directory (rank zero)."""
+        return self.dist.is_main
 
     def setup(self) -> None:
         """Build the model, loaders, optimizer and schedule (once); restore the state when resuming."""
         if self._is_setup:
             return
+        self.device = distributed.local_device(self.device)
+        self.dist = distributed.context(self.device)
+        distributed.check_strategy(self.strategy, self.dist, sync_batchnorm=self.sync_batchnorm,
+                                   ema=bool(self.ema_decay), device=self.device)
         seed_everything(self.seed, deterministic=self.deterministic)
         self.model = self.task.setup(self.data).to(self.device)
+        if self.dist.enabled:  # same initial weights on every rank, different dropout and augmentation streams
+            torch.manual_seed(self.seed + self.dist.rank)
         self.metric_template = self.task.build_metric()
         self.main_indicator = self.metric_template.main_indicator
         self.higher_is_better = self.metric_template.higher_is_better
@@ -198,12 +212,19 @@ class Trainer:
         self.val_loader = self._loader(val, train=False) if val is not None else None
         self.batches_per_epoch = len(self.train_loader)
         steps_per_epoch = math.ceil(self.batches_per_epoch / self.accumulate)
+        self.ema = ModelEMA(self.model, self.ema_decay) if self.ema_decay else None
+        wrapped = distributed.wrap_model(self.model, self.dist, strategy=self.strategy, precision=self.precision.name,
+                                         sync_batchnorm=self.sync_batchnorm, device=self.device)
+        self.model = getattr(wrapped, "module", wrapped)  # DDP wraps; FSDP2 shards in place
         self.optimizer = self.optimizer_factory(_parameter_groups(self.model, self.decay_norm_and_bias))
         self.scheduler = (self.scheduler_factory(self.optimizer, steps_per_epoch=steps_per_epoch,
                                                  max_epochs=self.max_epochs) if self.scheduler_factory else None)
-        self.ema = ModelEMA(self.model, self.ema_decay) if self.ema_decay else None
-        self.train_model = torch.compile(self.model) if self.compile else self.model
+        self.train_model = torch.compile(wrapped) if self.compile else wrapped
         self._is_setup = True
+        restarted = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0
+        if not self.resume and restarted and (self.output_dir / "last").exists():
+            logger.info("torchrun restarted the workers: resuming from %s", self.output_dir / "last")
+            self.resume = True
         if self.resume:
             self._restore(self.output_dir / "last" if self.resume is True else Path(self.resume))
 
@@ -211,11 +232,12 @@ class Trainer:
         if len(dataset) == 0:
             raise ConfigError(f"the {'training' if train else 'validation'} dataset is empty")
         batch = int(self.data.batch_size)
+        world, rank = self.dist.world_size, self.dist.rank
         if train:
-            # The same sampler class as distributed runs, so the shuffling order depends only on (seed, epoch).
-            sampler = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=True, seed=self.seed)
+            # Shuffling depends only on (seed, epoch); each rank takes every world-th sample of the permutation.
+            sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=self.seed)
         else:
-            sampler = SequentialSampler(dataset)
+            sampler = distributed.ShardSampler(len(dataset), rank, world) if world > 1 else SequentialSampler(dataset)
         workers = int(self.data.num_workers)
         # No persistent workers: each epoch's workers must see the dataset's set_epoch() (augmentation seeds).
         return DataLoader(dataset, batch_size=batch, sampler=sampler, num_workers=workers,
@@ -288,21 +310,30 @@ class Trainer:
         n = len(self.train_loader)
         for i, batch in enumerate(self.train_loader):
             batch = move_to(batch, self.device)
-            with self.precision.autocast():
-                losses = self.task.training_step(self.train_model, batch)
-            if "loss" not in losses:
-                raise TrainingError(f"{type(self.task).__name__}.training_step returned {sorted(losses)}: "
-                                    "it must return the total as 'loss'")
-            values = {k: float(v.detach()) for k, v in losses.items()}
-            if not math.isfinite(values["loss"]):
-                self._non_finite(epoch, i, f"loss is {values['loss']}")
-            self.precision.scaler.scale(losses["loss"] / self.accumulate).backward()
-            if (i + 1) % self.accumulate == 0 or i + 1 == n:
+            step_now = (i + 1) % self.accumulate == 0 or i + 1 == n
+            with distributed.gradient_sync(self.train_model, step_now):
+                with self.precision.autocast():
+                    losses = self.task.training_step(self.train_model, batch)
+                if "loss" not in losses:
+                    raise TrainingError(f"{type(self.task).__name__}.training_step returned {sorted(losses)}: "
+                                        "it must return the total as 'loss'")
+                values = self._mean_over_ranks(losses)
+                if not math.isfinite(values["loss"]):
+                    self._non_finite(epoch, i, f"loss is {values['loss']}")
+                self.precision.scaler.scale(losses["loss"] / self.accumulate).backward()
+            if step_now:
                 self._optimizer_step(epoch, i)
             for k, v in values.items():
                 totals[k] += v
             self._emit("on_train_batch_end", values, i)
         return {k: v / max(1, n) for k, v in totals.items()}
+
+    def _mean_over_ranks(self, losses: dict[str, torch.Tensor]) -> dict[str, float]:
+        """Loss values as floats, averaged over ranks (so every rank sees, logs and guards the same numbers)."""
+        stacked = torch.stack([v.detach().float().reshape(()) for v in losses.values()])
+        if self.dist.enabled:
+            stacked = distributed.all_reduce_sum(stacked, self.device) / self.dist.world_size
+        return dict(zip(losses, stacked.tolist()))
 
     def _optimizer_step(self, epoch: int, batch_idx: int) -> None:
         scaler = self.precision.scaler
@@ -355,7 +386,9 @@ class Trainer:
         return results
 
     def _reduce(self, metric: Any) -> None:
-        """Sum the metric state across ranks (a single process has nothing to reduce)."""
+        """Sum the metric state across ranks, so every rank computes the single-process number."""
+        if self.dist.enabled:
+            metric.reduce(lambda t: distributed.all_reduce_sum(t, self.device))
 
     def predict(self, inputs: Any, **kwargs: Any) -> Any:
         """Run the kit's predictor on the evaluated weights (paths, arrays, images, texts or lists of them)."""
@@ -393,15 +426,15 @@ class Trainer:
             "best_metric": self.best_metric,
             "best_epoch": self.best_epoch,
             "history": self.history,
-            "optimizer": self.optimizer.state_dict(),
+            "optimizer": distributed.full_optimizer_state(self.model, self.optimizer),
             "scheduler": self.scheduler.state_dict() if self.scheduler else None,
             "scaler": self.precision.scaler.state_dict(),
-            "rng": rng_state(),
+            "rng": distributed.all_gather_objects(rng_state()),  # one per rank
             "callbacks": {f"{i}:{type(cb).__name__}": cb.state_dict() for i, cb in enumerate(self.callbacks)},
         }
         if self.ema is not None:
             state["ema_updates"] = self.ema.updates
-            state["model"] = ckpt.contiguous_state(self.model)  # the raw weights; model.safetensors holds the EMA
+            state["model"] = distributed.full_model_state(self.model)  # raw weights; model.safetensors has the EMA
         return state
 
     def _save_checkpoints(self, epoch: int, metrics: dict[str, Any] | None) -> None:
@@ -411,9 +444,12 @@ class Trainer:
             improved = self.metric_template.is_better(value, self.best_metric)
             if improved:
                 self.best_metric, self.best_epoch = value, epoch + 1
+        # Gathering is collective (FSDP shards, per-rank RNG): every rank takes part, rank zero writes.
+        weights = distributed.full_model_state(self.eval_model)
+        train_state = self._train_state()
         if not self.is_main:
+            distributed.barrier()
             return
-        weights = ckpt.contiguous_state(self.eval_model)
         meta, config = self._meta(epoch, metrics), self._config_yaml()
         if improved or (self.val_loader is None):
             self._emit("on_checkpoint", ckpt.write_model_dir(self.output_dir / "best", weights=weights, meta=meta,
@@ -426,7 +462,8 @@ class Trainer:
                 shutil.rmtree(old)
         # last/ goes last: when it names epoch N, everything of epoch N is on disk.
         self._emit("on_checkpoint", ckpt.write_model_dir(self.output_dir / "last", weights=weights, meta=meta,
-                                                           config_yaml=config, train_state=self._train_state()))
+                                                           config_yaml=config, train_state=train_state))
+        distributed.barrier()
 
     def _restore(self, last: Path) -> None:
         from oarkit.core.hub import load_state_dict, read_state_dict
@@ -434,11 +471,13 @@ class Trainer:
         last = ckpt.resolve_dir(last)
         state = ckpt.read_train_state(last)
         weights = read_state_dict(last / ckpt.MODEL_FILE)
-        load_state_dict(self.model, state.get("model", weights), source=str(last))
+        raw = state.get("model", weights)
+        if not distributed.is_sharded(self.model):
+            load_state_dict(self.model, raw, source=str(last))  # checks names and shapes with a clear message
+        distributed.load_full_state(self.model, self.optimizer, raw, state["optimizer"])
         if self.ema is not None:
             self.ema.module.load_state_dict(weights)
             self.ema.updates = int(state.get("ema_updates", 0))
-        self.optimizer.load_state_dict(state["optimizer"])
         if self.scheduler is not None and state["scheduler"] is not None:
             self.scheduler.load_state_dict(state["scheduler"])
         self.precision.scaler.load_state_dict(state["scaler"])
@@ -450,7 +489,12 @@ class Trainer:
         self.global_step = int(state["global_step"])
         self.best_metric, self.best_epoch = state["best_metric"], state["best_epoch"]
         self.history = list(state["history"])
-        set_rng_state(state["rng"])
+        rngs = state["rng"]
+        if len(rngs) == self.dist.world_size:
+            set_rng_state(rngs[self.dist.rank])
+        else:  # another world size: fresh, still deterministic, streams per rank
+            logger.info("resuming with %d processes instead of %d", self.dist.world_size, len(rngs))
+            seed_everything(self.seed + 1000 * self.start_epoch + self.dist.rank)
         logger.info("resumed from %s at epoch %d (step %d)", last, self.start_epoch, self.global_step)
         if self.start_epoch >= self.max_epochs:
             logger.info("the run already finished its %d epochs; raise trainer.max_epochs to train on",
