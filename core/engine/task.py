@@ -78,6 +78,13 @@ class Task(ABC):
     def build_metric(self) -> Metric:
         """A fresh metric; its ``main_indicator`` ranks checkpoints."""
 
+    def parameter_groups(self, model: nn.Module) -> list[dict[str, Any]] | None:
+        """Optimizer parameter groups of the task's own (e.g. layer-wise LR decay); ``None`` for the default.
+
+        Groups may carry ``lr_scale``: the Trainer multiplies the optimizer's base LR by it.
+        """
+        return None
+
     def postprocess(self, outputs: Any) -> Any:
         """Turn raw model outputs into results (top-k, boxes, masks, ...)."""
         return outputs

@@ -216,7 +216,10 @@ class Trainer:
         wrapped = distributed.wrap_model(self.model, self.dist, strategy=self.strategy, precision=self.precision.name,
                                          sync_batchnorm=self.sync_batchnorm, device=self.device)
         self.model = getattr(wrapped, "module", wrapped)  # DDP wraps; FSDP2 shards in place
-        self.optimizer = self.optimizer_factory(_parameter_groups(self.model, self.decay_norm_and_bias))
+        groups = self.task.parameter_groups(self.model) or _parameter_groups(self.model, self.decay_norm_and_bias)
+        self.optimizer = self.optimizer_factory(groups)
+        for group in self.optimizer.param_groups:
+            group["lr"] = group["lr"] * group.pop("lr_scale", 1.0)
         self.scheduler = (self.scheduler_factory(self.optimizer, steps_per_epoch=steps_per_epoch,
                                                  max_epochs=self.max_epochs) if self.scheduler_factory else None)
         self.train_model = torch.compile(wrapped) if self.compile else wrapped

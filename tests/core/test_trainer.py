@@ -221,3 +221,16 @@ def test_compile_matches_eager(tmp_path, toy):
         torch.testing.assert_close(v, compiled.model.state_dict()[k], rtol=1e-4, atol=1e-5)
     x = torch.randn(5, 8)
     torch.testing.assert_close(compiled.train_model(x), eager.model(x), rtol=1e-4, atol=1e-5)
+
+
+def test_task_parameter_groups_with_lr_scale(tmp_path, toy):
+    class LayerwiseTask(toy.ToyTask):
+        def parameter_groups(self, model):
+            first, *rest = list(model.children())
+            return [{"params": list(first.parameters()), "lr_scale": 0.5},
+                    {"params": [p for m in rest for p in m.parameters()]}]
+
+    trainer = toy.make_trainer(tmp_path, task=LayerwiseTask(), max_epochs=1)
+    trainer.setup()
+    assert [g["lr"] for g in trainer.optimizer.param_groups] == [0.05, 0.1]
+    assert all("lr_scale" not in g for g in trainer.optimizer.param_groups)
