@@ -81,7 +81,7 @@ def _densenet_filter(state: dict[str, torch.Tensor], model: nn.Module) -> dict[s
 
 
 def _vit_filter(state: dict[str, torch.Tensor], model: nn.Module) -> dict[str, torch.Tensor]:
-    """Rename the MLP layers of ViT checkpoints saved before torchvision 0.14 (``mlp.linear_1`` is ``mlp.0``)."""
+    """Rename the MLP layers of older ViT checkpoints (torchvision PR 6053: ``mlp.linear_1`` is now ``mlp.0``)."""
     return {_VIT_LEGACY.sub(lambda m: f"mlp.{3 * (int(m.group(1)) - 1)}.", k): v for k, v in state.items()}
 
 

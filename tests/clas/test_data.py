@@ -151,6 +151,39 @@ def test_augmentation_independent_of_workers(folder, spec):
     assert torch.equal(single, several)
 
 
+@pytest.mark.parametrize("option", [{"affine": 0.5}, {"random_erasing": 1.0}])
+def test_geometric_and_erasing_augmentation(folder, spec, option):
+    def build(**kwargs):
+        return ImageFolderDataset(folder, "train", build_train_transform(spec, hflip=0.0, **kwargs), seed=5)
+
+    plain, augmented, again = build(), build(**option), build(**option)
+    for i in (0, 3, 5):
+        assert not torch.equal(plain[i][0], augmented[i][0])  # the option changes the tensor ...
+        assert torch.equal(augmented[i][0], again[i][0])  # ... reproducibly for (seed, epoch, index)
+        assert augmented[i][0].shape == (3, 16, 16)
+    first = augmented[2][0]
+    augmented.set_epoch(1)
+    again.set_epoch(1)
+    assert not torch.equal(first, augmented[2][0]) and torch.equal(augmented[2][0], again[2][0])
+    if "random_erasing" in option:  # the erased rectangle holds the mean colour: 0 after Normalize
+        assert (augmented[2][0] == 0).all(dim=0).any()
+
+
+@pytest.mark.parametrize(
+    ("option", "match"),
+    [
+        ({"affine": -0.1}, r"affine=-0\.1.*\[0, 1\]"),
+        ({"affine": 2}, "affine=2"),
+        ({"random_erasing": 1.5}, "probability"),
+    ],
+)
+def test_augmentation_option_validation(folder, spec, option, match):
+    with pytest.raises(ConfigError, match=match):
+        build_train_transform(spec, **option)
+    with pytest.raises(ConfigError, match=match):
+        ClassificationData(root=str(folder), image_size=16, **option).train_dataset()
+
+
 @pytest.mark.parametrize("interpolation", ["bilinear", "bicubic", "nearest"])
 def test_apply_spec_matches_eval_transform(interpolation):
     rng = np.random.default_rng(1)
