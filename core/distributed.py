@@ -84,6 +84,8 @@ def _attempt_store() -> dist.Store:
 def cleanup() -> None:
     """Leave the process group (at the end of a torchrun job)."""
     if dist.is_initialized():
+        # Tear down together: a rank that leaves while a peer still flushes can make gloo abort that peer.
+        dist.barrier()
         dist.destroy_process_group()
 
 
