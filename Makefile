@@ -29,8 +29,8 @@ demo: $(STAMP)
 	$(PY) tools/prepare_data.py digits --out $(DEMO_DATA) && \
 	$(PY) tools/train.py -c configs/clas/pp_lcnet_x0_5_digits_32x32.yaml data.root=$(DEMO_DATA) output_dir=$(DEMO_RUN) && \
 	$(PY) tools/eval.py $(DEMO_RUN) --data $(DEMO_DATA) && \
-	$(PY) tools/predict.py $(DEMO_RUN) $(DEMO_DATA)/val/0/1437.png $(DEMO_DATA)/val/3/1440.png \
-		$(DEMO_DATA)/val/7/1444.png --topk 3 --save-dir $(DEMO_RUN)/predictions && \
+	$(PY) tools/predict.py $(DEMO_RUN) $$(for d in 0 3 7; do ls $(DEMO_DATA)/val/$$d/*.png | head -n 1; done) \
+		--topk 3 --save-dir $(DEMO_RUN)/predictions && \
 	$(PY) tools/summary.py $(DEMO_RUN) --started $$start
 
 lint: $(STAMP)
