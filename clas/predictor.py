@@ -14,6 +14,7 @@ from torch import nn
 
 from oarkit.clas.data.datasets import read_image
 from oarkit.clas.data.transforms import build_eval_transform, preprocess_spec
+from oarkit.core.deploy import DeployedModel, is_export_dir
 from oarkit.core.engine.checkpoint import load_model_dir
 from oarkit.core.errors import DataError, OarkitError
 from oarkit.core.registry import create_model, model_info
@@ -32,12 +33,14 @@ def imagenet_labels() -> list[str]:
 
 
 def find_model_dir(path: Path) -> Path:
-    """A run directory's ``best/`` (else ``last/``), or ``path`` itself when it is a model directory."""
+    """A run directory's ``best/`` (else ``last/``), or ``path`` itself when it is a model or export directory."""
+    if is_export_dir(path):
+        return path
     for candidate in (path, path / "best", path / "last"):
         if (candidate / "meta.json").exists() or (candidate.with_name(f".{candidate.name}.old") / "meta.json").exists():
             return candidate
-    raise DataError(f"{path} is neither a run directory (with best/ or last/) nor a model directory "
-                    "(with model.safetensors and meta.json)")
+    raise DataError(f"{path} is neither a run directory (with best/ or last/), a model directory "
+                    "(with model.safetensors and meta.json) nor an export directory (with deploy.yaml)")
 
 
 @dataclass
@@ -110,7 +113,9 @@ class Classifier:
         [r.to_dict() for r in clf(["a.png", array, pil_image])]
 
     Args:
-        source: a run or model directory, a registry name (``clas/pp_lcnet_x1_0``) or an ``nn.Module``.
+        source: a run or model directory, an export directory (``runs/x/export/onnx``: the artifact runs on its
+            runtime, with the preprocessing and labels of its deploy.yaml), a registry name
+            (``clas/pp_lcnet_x1_0``) or an ``nn.Module``.
         labels: label names (read from the run directory or the model card when omitted).
         preprocessing: the eval preprocessing spec (likewise read when omitted).
         pretrained: for a registry name, load its registered weights (or a local file path).
@@ -126,6 +131,9 @@ class Classifier:
         meta: dict[str, Any] = {}
         if isinstance(source, nn.Module):
             model = source
+        elif is_export_dir(source):
+            model = DeployedModel(source)
+            meta = model.manifest.meta()
         elif Path(source).exists():
             model, meta = load_model_dir(find_model_dir(Path(source)))
         else:

@@ -101,8 +101,26 @@ def _defaults_files(primary: Path, group_choices: dict[str, str]) -> list[tuple[
                 if candidate.is_file():
                     files.append((package or group.replace("/", "."), candidate))
                     break
+    listed = _listed_groups(primary)
+    for group, option in group_choices.items():  # groups appended by an override (quant=qat)
+        for base in _group_dirs(primary):
+            candidate = base / group / f"{option}.yaml"
+            if group not in listed and candidate.is_file():
+                files.append(("", candidate) if "@package _global_" in candidate.read_text()[:200]
+                             else (group, candidate))
+                break
     files.append(("", primary))
     return files
+
+
+def _listed_groups(primary: Path) -> set[str]:
+    """The config groups a primary config's defaults list names."""
+    groups = set()
+    for entry in _load_yaml(primary).get("defaults", []) or []:
+        if isinstance(entry, dict):
+            for raw in entry:
+                groups.add(raw.removeprefix("override ").strip().partition("@")[0].lstrip("/"))
+    return groups
 
 
 def _is_group(key: str, primary: Path) -> bool:
@@ -136,6 +154,10 @@ def load_config(source: str | Path, overrides: Sequence[str] = (), *, validate: 
         is_group = _is_group(ov.key_or_group.split("@")[0], primary) and isinstance(ov.value(), str)
         (group_overrides if is_group and not ov.is_delete() else value_overrides).append((text, ov))
     choices = {ov.key_or_group.split("@")[0]: ov.value() for _, ov in group_overrides}
+    # A group the recipe does not list in its defaults (``quant=qat`` on a float recipe) is appended to them.
+    listed = _listed_groups(primary)
+    group_overrides = [(text if text.startswith("+") or ov.key_or_group.split("@")[0] in listed else f"+{text}", ov)
+                       for text, ov in group_overrides]
     search = f"hydra.searchpath=[file://{packaged_config_root()}]"
     GlobalHydra.instance().clear()
     try:

@@ -1,0 +1,165 @@
+"""The zoo support table: every registered model through build, forward, backward, ONNX export and parity.
+
+``oarkit zoo-check 'clas/*' --write docs/model_zoo.md`` writes the table from what actually ran, one row a
+model; ``--sample`` takes one model of every family (the test suite's sweep).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from oarkit.core.engine.checkpoint import atomic_write_text
+from oarkit.core.registry import create_model, list_models, model_info
+
+logger = logging.getLogger(__name__)
+
+STEPS = ("build", "forward", "backward", "onnx", "parity")
+
+
+@dataclass
+class ZooRow:
+    """What one model did: ``ok``, ``fail`` or ``-`` (not reached) per step, with the parity error."""
+
+    name: str
+    family: str = ""
+    params_m: float | None = None
+    build: str = "-"
+    forward: str = "-"
+    backward: str = "-"
+    onnx: str = "-"
+    parity: str = "-"
+    max_rel: float | None = None
+    seconds: float = 0.0
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return all(getattr(self, s) in ("ok", "-") for s in STEPS) and self.build == "ok"
+
+
+def sample_names(pattern: str = "clas/*") -> list[str]:
+    """One model per family among the names matching ``pattern``: the first not tagged ``large``."""
+    chosen: dict[str, str] = {}
+    for name in list_models(pattern):
+        card = model_info(name)
+        current = chosen.get(card.family)
+        if current is None or ("large" in model_info(current).tags and "large" not in card.tags):
+            chosen[card.family] = name
+    return sorted(chosen.values())
+
+
+def _export_source(name: str) -> Any:
+    """The owning kit's export source for a registry name, with random weights."""
+    kit = importlib.import_module(f"oarkit.{model_info(name).factory.__module__.split('.')[1]}")
+    return kit.export_source(name, pretrained=False)
+
+
+def check_model(name: str, *, onnx: bool = True, workdir: str | Path | None = None) -> ZooRow:
+    """Run one model through every step; a failing step ends the row with its reason."""
+    tic = time.perf_counter()
+    row = ZooRow(name=name)
+    step = "build"
+    try:
+        card = model_info(name)
+        row.family = card.family
+        torch.manual_seed(0)
+        model = create_model(name, num_classes=10)
+        row.params_m = sum(p.numel() for p in model.parameters()) / 1e6
+        row.build, step = "ok", "forward"
+        x = torch.randn(2, *card.test_input_size)
+        model.train()
+        out = model(x)
+        out = out[0] if isinstance(out, (tuple, list)) else out
+        row.forward, step = "ok", "backward"
+        out.float().pow(2).mean().backward()
+        if not all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None):
+            raise FloatingPointError("non-finite gradients")
+        row.backward = "ok"
+        del model, out
+        if onnx:
+            step = "onnx"
+            from oarkit.core.export.pipeline import export
+
+            with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+                report = export(_export_source(name), "onnx", output_dir=tmp, verify=True,
+                                example_inputs=(torch.randn(1, *card.test_input_size),))
+            result = report.row("onnx")
+            row.max_rel = result.max_rel
+            if result.status == "error":
+                raise RuntimeError(result.message)
+            row.onnx = "ok"
+            row.parity = "ok" if result.status == "pass" else "fail"
+            row.message = result.message
+    except Exception as err:  # a failing model is a row of the table
+        setattr(row, step, "fail")
+        row.message = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+        logger.debug("%s failed at %s", name, step, exc_info=True)
+    row.seconds = round(time.perf_counter() - tic, 1)
+    logger.info("%-40s %s %s", name, " ".join(f"{s}={getattr(row, s)}" for s in STEPS), row.message)
+    return row
+
+
+def check_models(names: Sequence[str], *, onnx: bool = True) -> list[ZooRow]:
+    """:func:`check_model` for each name, in order."""
+    return [check_model(n, onnx=onnx) for n in names]
+
+
+def resolve_names(patterns: Sequence[str], *, sample: bool = False) -> list[str]:
+    """Registry names matching any of ``patterns``; ``sample`` keeps one per family."""
+    names: list[str] = []
+    for pattern in patterns:
+        found = sample_names(pattern) if sample else list_models(pattern)
+        names += [n for n in found if n not in names]
+    return names
+
+
+def zoo_markdown(rows: Sequence[ZooRow], *, command: str) -> str:
+    """The model-zoo page: a summary line and one row a model."""
+    import importlib.metadata as md
+
+    passed = sum(r.ok for r in rows)
+    lines = [
+        "# Model zoo support",
+        "",
+        f"Generated by `{command}` on {datetime.now(timezone.utc).date()} (torch {md.version('torch')}, "
+        f"onnxruntime {md.version('onnxruntime')}). Do not edit by hand: rerun the command.",
+        "",
+        "Each model is built with random weights, run forward and backward on its test input with a 10-class "
+        "head (train mode), exported with its registered head to ONNX (`torch.onnx.export(dynamo=True)`, "
+        "dynamic batch) and run on onnxruntime against eager PyTorch in eval mode on fresh random inputs; "
+        "*max rel err* is max |onnx - eager| / max |eager| (tolerance 1e-4).",
+        "",
+        f"**{passed} of {len(rows)} models pass every step.**",
+        "",
+        "| model | family | params (M) | build | forward | backward | onnx | parity | max rel err | s | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        params = f"{r.params_m:.2f}" if r.params_m is not None else "-"
+        err = f"{r.max_rel:.1e}" if r.max_rel is not None else "-"
+        note = r.message.replace("|", "/")[:120]
+        lines.append(f"| `{r.name}` | {r.family} | {params} | {r.build} | {r.forward} | {r.backward} | {r.onnx} | "
+                     f"{r.parity} | {err} | {r.seconds:.0f} | {note} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_zoo_table(rows: Sequence[ZooRow], path: str | Path, *, command: str) -> Path:
+    """Write :func:`zoo_markdown` to ``path`` atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, zoo_markdown(rows, command=command))
+    return path
+
+
+__all__ = ["STEPS", "ZooRow", "check_model", "check_models", "resolve_names", "sample_names", "write_zoo_table",
+           "zoo_markdown"]

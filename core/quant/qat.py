@@ -1,0 +1,233 @@
+"""Quantization-aware training inside the normal Trainer, through torchao's PT2E flow.
+
+The ``quant=qat`` config group instantiates :class:`QuantizationAwareTraining`; the config builder asks it to
+wrap the kit's task (:class:`QATTask`) and adds its callbacks. The Trainer sees an ordinary task whose model
+happens to be fake-quantized, and does not know it:
+
+1. ``QATTask.setup`` builds the kit's model, loads the float checkpoint, fuses re-parameterizable blocks,
+   exports the kit's deploy wrapper with a dynamic batch and prepares it with the backend's QAT quantizer.
+2. The Trainer fine-tunes it for ``trainer.max_epochs`` epochs; checkpoints hold the fake-quant state.
+3. :class:`QATExport` (``on_fit_end``) rebuilds the prepared graph, loads ``best/``, converts it to int8 and
+   runs the export pipeline: int8 ONNX (and ``.pte`` where executorch is installed), each verified, with the
+   metric delta measured against the float checkpoint.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from oarkit.core.engine.callbacks import Callback
+from oarkit.core.engine.metric import Metric
+from oarkit.core.engine.task import DataModule, DeploySpec, Task
+from oarkit.core.errors import ConfigError, WeightsError
+from oarkit.core.export.prepare import dynamic_shapes, export_inputs, reparameterize
+from oarkit.core.quant import pt2e
+
+if TYPE_CHECKING:
+    from oarkit.core.engine.trainer import Trainer
+
+logger = logging.getLogger(__name__)
+
+
+def _checkpoint_dir(path: str | Path) -> Path:
+    from oarkit.core.engine.checkpoint import MODEL_FILE, resolve_dir
+
+    path = Path(path)
+    for candidate in (path, path / "best", path / "last"):
+        if (candidate / MODEL_FILE).exists() or candidate.with_name(f".{candidate.name}.old").exists():
+            return resolve_dir(candidate)
+    raise WeightsError(f"quant.checkpoint={str(path)!r} is not a float run or model directory (no model.safetensors "
+                       "in it, best/ or last/); train a float model first and pass its run directory")
+
+
+class QATTask(Task):
+    """A kit's task whose model is the PT2E fake-quantized graph of its deploy wrapper.
+
+    Args:
+        task: the kit's task.
+        checkpoint: the float run (or model directory) to fine-tune from.
+        backend: the quantizer, ``x86`` (uint8 activations, int8 per-channel weights) or ``xnnpack``.
+    """
+
+    def __init__(self, task: Task, *, checkpoint: str | Path, backend: str = "x86") -> None:
+        if backend not in pt2e.BACKENDS:
+            raise ConfigError(f"quant.backend={backend!r} is not one of {list(pt2e.BACKENDS)}")
+        self.inner = task
+        self.kit = task.kit
+        self.checkpoint = Path(checkpoint)
+        self.backend = backend
+        self.float_model: nn.Module | None = None
+
+    def setup(self, data: DataModule) -> nn.Module:
+        from oarkit.core.hub import load_state_dict, read_state_dict
+
+        model = self.inner.setup(data)
+        folder = _checkpoint_dir(self.checkpoint)
+        load_state_dict(model, read_state_dict(folder), source=str(folder))
+        self.float_model = model.eval()
+        logger.info("quantization-aware training from %s (%s quantizer)", folder, self.backend)
+        return self.prepare(model)
+
+    def prepare(self, model: nn.Module) -> torch.fx.GraphModule:
+        """The fake-quantized graph of ``model``'s deploy wrapper (``model`` itself is left as it is)."""
+        fused = copy.deepcopy(model).eval()
+        reparameterize(fused)
+        spec = self.inner.deploy_spec(fused)
+        prepared = pt2e.prepare_qat(spec.module, export_inputs(spec), dynamic_shapes(spec), backend=self.backend)
+        prepared.oarkit_name = getattr(model, "oarkit_name", None)
+        prepared.oarkit_kwargs = getattr(model, "oarkit_kwargs", {})
+        return prepared
+
+    def training_step(self, model: nn.Module, batch: Any) -> dict[str, torch.Tensor]:
+        return self.inner.training_step(model, batch)
+
+    def validation_step(self, model: nn.Module, batch: Any) -> Any:
+        return self.inner.validation_step(model, batch)
+
+    def build_metric(self) -> Metric:
+        return self.inner.build_metric()
+
+    def postprocess(self, outputs: Any) -> Any:
+        return self.inner.postprocess(outputs)
+
+    def collate(self, samples: list[Any]) -> Any:
+        return self.inner.collate(samples)
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        return self.inner.example_inputs()
+
+    @property
+    def scheme(self) -> dict[str, Any]:
+        return {"method": "qat", "tool": f"torchao PT2E ({self.backend} quantizer)", "backend": self.backend,
+                "activations": "uint8" if self.backend == "x86" else "int8", "weights": "int8", "per_channel": True,
+                "checkpoint": str(self.checkpoint)}
+
+    def deploy_spec(self, model: nn.Module) -> DeploySpec:
+        """Convert a trained prepared graph to int8 and describe it for export (``model`` is consumed)."""
+        if self.float_model is None:
+            raise ConfigError("QATTask.deploy_spec() needs setup() first (it reads labels and preprocessing)")
+        converted = pt2e.convert(model)
+        converted.oarkit_quantization = self.scheme
+        converted.oarkit_name = getattr(model, "oarkit_name", None)
+        inner = self.inner.deploy_spec(self.float_model)
+        return DeploySpec(module=converted, example_inputs=inner.example_inputs, input_names=inner.input_names,
+                          output_names=inner.output_names, dynamic_axes=inner.dynamic_axes,
+                          preprocessing=inner.preprocessing, postprocessing=inner.postprocessing, labels=inner.labels)
+
+    def meta(self) -> dict[str, Any]:
+        return {**self.inner.meta(), "quant": self.scheme}
+
+    def predictor(self, model: nn.Module, **kwargs: Any) -> Any:
+        return self.inner.predictor(model, **kwargs)
+
+    def plot_metric(self, metric: Metric, directory: str) -> list[str]:
+        return self.inner.plot_metric(metric, directory)
+
+
+class FreezeQuantObservers(Callback):
+    """From epoch ``epoch`` on, keep the learned quantization ranges fixed (observers off, fake-quant on)."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def on_train_epoch_start(self, trainer: Trainer, epoch: int) -> None:
+        if epoch >= self.epoch:
+            from torchao.quantization.pt2e import disable_observer
+
+            trainer.model.apply(disable_observer)
+
+
+class QATExport(Callback):
+    """At the end of training: convert ``best/`` to int8 and export it to ``formats`` under ``<run>/export``."""
+
+    def __init__(self, formats: Sequence[str] = ("onnx",), *, verify: bool = True) -> None:
+        self.formats = list(formats)
+        self.verify = verify
+        self.report: Any = None
+
+    def on_fit_end(self, trainer: Trainer) -> None:
+        from oarkit.core.engine.checkpoint import read_meta
+        from oarkit.core.export import ExportSource, export
+        from oarkit.core.hub import load_state_dict, read_state_dict
+
+        task = trainer.task
+        if not isinstance(task, QATTask) or task.float_model is None:
+            raise ConfigError("QATExport works with the quant=qat config group (a QATTask), not on its own")
+        best = trainer.output_dir / "best"
+        if not best.exists():
+            logger.warning("no best/ checkpoint to convert; skipping the int8 export")
+            return
+        prepared = task.prepare(task.float_model)
+        load_state_dict(prepared, read_state_dict(best), source=str(best))
+        prepared.eval()
+        data = trainer.data
+        source = ExportSource(task=task, model=prepared, origin=str(best), output_dir=trainer.output_dir / "export",
+                              meta=read_meta(best), data_root=str(getattr(data, "root", "") or "") or None,
+                              dataset=lambda root, split: data.val_dataset() if split == "val" else None,
+                              baseline=task.float_model)
+        self.report = export(source, self.formats, verify=self.verify)
+        path = trainer.output_dir / "export" / "report.md"
+        trainer.artifacts["int8_export"] = str(path)
+        logger.info("int8 export of the QAT model:\n%s", self.report.table())
+
+
+def default_qat_formats(backend: str) -> list[str]:
+    """ONNX always; ExecuTorch too for the xnnpack scheme, when executorch is installed."""
+    import importlib.util
+
+    formats = ["onnx"]
+    if backend == "xnnpack" and importlib.util.find_spec("executorch") is not None:
+        formats.append("executorch")
+    return formats
+
+
+class QuantizationAwareTraining:
+    """The ``quant=qat`` config group: fine-tune a float checkpoint with fake quantization, export int8.
+
+    Args:
+        checkpoint: the float run directory (or its ``best/``) to start from.
+        backend: ``x86`` (uint8 activations, int8 per-channel weights: fast on onnxruntime and OpenVINO) or
+            ``xnnpack`` (int8 activations, for ExecuTorch on ARM).
+        export: formats the converted int8 model is exported to at the end (``onnx``, ``executorch``, ``pt2``,
+            ``openvino``); folders get an ``_int8`` suffix. ``None``: ONNX, plus ``.pte`` for the xnnpack
+            backend where executorch is installed (XNNPACK does not run the x86 scheme's uint8 activations).
+        freeze_observers_epoch: from this epoch (0-based) on, quantization ranges stop moving (None: never).
+        verify: verify every exported artifact.
+    """
+
+    def __init__(self, *, checkpoint: str, backend: str = "x86", export: Sequence[str] | None = None,
+                 freeze_observers_epoch: int | None = None, verify: bool = True) -> None:
+        from oarkit.core.export import get_format
+
+        if backend not in pt2e.BACKENDS:
+            raise ConfigError(f"quant.backend={backend!r} is not one of {list(pt2e.BACKENDS)}")
+        if export is None:
+            export = default_qat_formats(backend)
+        for name in export:
+            if get_format(name).quantized:
+                raise ConfigError(f"quant.export lists {name!r}: name the float format ({name.removesuffix('_int8')!r})"
+                                  "; the QAT model is already int8")
+        self.checkpoint, self.backend = checkpoint, backend
+        self.export = [str(f) for f in export]
+        self.freeze_observers_epoch = freeze_observers_epoch
+        self.verify = verify
+
+    def wrap_task(self, task: Task) -> QATTask:
+        """The kit's task, fine-tuned under fake quantization."""
+        return QATTask(task, checkpoint=self.checkpoint, backend=self.backend)
+
+    def callbacks(self) -> list[Callback]:
+        """The callbacks the run needs: the optional observer freeze and the final int8 export."""
+        out: list[Callback] = []
+        if self.freeze_observers_epoch is not None:
+            out.append(FreezeQuantObservers(self.freeze_observers_epoch))
+        if self.export:
+            out.append(QATExport(self.export, verify=self.verify))
+        return out
