@@ -11,7 +11,7 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from oarkit.core.errors import ConfigError, did_you_mean
 
-DECAYS = ("cosine", "linear", "step", "constant")
+DECAYS = ("cosine", "linear", "poly", "step", "constant")
 
 
 @dataclass
@@ -25,6 +25,7 @@ class _Factor:
     min_lr_ratio: float
     milestones: tuple[int, ...]
     gamma: float
+    power: float = 0.9
 
     def __call__(self, t: int) -> float:
         if t < self.warmup:
@@ -34,6 +35,8 @@ class _Factor:
             shape = 0.5 * (1 + math.cos(math.pi * progress))
         elif self.decay == "linear":
             shape = 1 - progress
+        elif self.decay == "poly":  # PaddleSeg's PolynomialDecay
+            shape = (1 - progress) ** self.power
         elif self.decay == "step":
             return self.gamma ** sum(t >= m for m in self.milestones)
         else:
@@ -53,8 +56,8 @@ class _ScheduleLR(LambdaLR):
 
 def WarmupLR(optimizer: Optimizer, *, steps_per_epoch: int, max_epochs: int, decay: str = "cosine",
              warmup_epochs: float = 0.0, warmup_start_factor: float = 0.01, min_lr_ratio: float = 0.0,
-             milestones: Sequence[float] = (), gamma: float = 0.1) -> LambdaLR:
-    """Linear warm-up, then cosine, linear, step or constant decay over the whole run.
+             milestones: Sequence[float] = (), gamma: float = 0.1, power: float = 0.9) -> LambdaLR:
+    """Linear warm-up, then cosine, linear, polynomial, step or constant decay over the whole run.
 
     Configs name it with ``_partial_: true``; the Trainer supplies the optimizer and the run length.
 
@@ -62,12 +65,14 @@ def WarmupLR(optimizer: Optimizer, *, steps_per_epoch: int, max_epochs: int, dec
         optimizer: the optimizer whose learning rates are scaled.
         steps_per_epoch: optimizer steps in one epoch (after gradient accumulation).
         max_epochs: length of the run.
-        decay: ``cosine``, ``linear``, ``step`` (multiply by ``gamma`` at each milestone epoch) or ``constant``.
+        decay: ``cosine``, ``linear``, ``poly`` (``(1 - progress) ** power``, PaddleSeg's default), ``step``
+            (multiply by ``gamma`` at each milestone epoch) or ``constant``.
         warmup_epochs: epochs of linear warm-up from ``warmup_start_factor`` times the base LR (may be fractional).
         warmup_start_factor: the LR multiplier at step 0.
         min_lr_ratio: the final LR of cosine and linear decay, as a fraction of the base LR.
         milestones: epochs at which ``step`` decay multiplies the LR by ``gamma``.
         gamma: the factor of ``step`` decay.
+        power: the exponent of ``poly`` decay.
     """
     if decay not in DECAYS:
         raise ConfigError(f"scheduler.decay={decay!r} is not one of {DECAYS}.{did_you_mean(decay, DECAYS)}")
@@ -76,5 +81,6 @@ def WarmupLR(optimizer: Optimizer, *, steps_per_epoch: int, max_epochs: int, dec
                           f"{warmup_epochs} and {warmup_start_factor}")
     factor = _Factor(total=steps_per_epoch * max_epochs, warmup=round(warmup_epochs * steps_per_epoch),
                      decay=decay, warmup_start_factor=warmup_start_factor, min_lr_ratio=min_lr_ratio,
-                     milestones=tuple(round(m * steps_per_epoch) for m in milestones), gamma=gamma)
+                     milestones=tuple(round(m * steps_per_epoch) for m in milestones), gamma=gamma,
+                     power=float(power))
     return _ScheduleLR(optimizer, factor)
