@@ -1,0 +1,103 @@
+"""Text models through the core exporters: ONNX with dynamic batch and sequence axes, dynamic int8 quantization."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from oarkit.core.export import export
+from oarkit.core.export.verify import median_latency_ms, task_metric
+from oarkit.nlp import export_source
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxscript")
+
+
+class OrtText(nn.Module):
+    """An ONNX text graph on onnxruntime, fed its integer inputs as int64 (as token ids must be)."""
+
+    def __init__(self, path) -> None:
+        super().__init__()
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 2
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.names = [i.name for i in self.session.get_inputs()]
+
+    def forward(self, *inputs: torch.Tensor):
+        outs = self.session.run(None, {n: x.numpy().astype(np.int64) for n, x in zip(self.names, inputs,
+                                                                                     strict=True)})
+        tensors = tuple(torch.from_numpy(o) for o in outs)
+        return tensors[0] if len(tensors) == 1 else tensors
+
+
+def _padded(batch: int, length: int, vocab: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, vocab, (batch, length), generator=g)
+    mask = torch.ones_like(ids)
+    mask[-1, length // 2:] = 0
+    ids[-1, length // 2:] = 0
+    return ids, mask
+
+
+@pytest.fixture(scope="module")
+def onnx_export(text_run, tmp_path_factory):
+    source = export_source(text_run.output_dir)
+    out = tmp_path_factory.mktemp("export")
+    report = export(source, "onnx", output_dir=out, verify=False, data_root=str(source.data_root or ""))
+    return source, out, report
+
+
+def test_onnx_graph_has_dynamic_batch_and_sequence(onnx_export, text_run) -> None:
+    import onnx
+    import yaml
+
+    source, out, report = onnx_export
+    assert report.rows[0].status == "unverified", report.rows[0].message
+    graph = onnx.load(str(out / "onnx" / "model.onnx")).graph
+    dims = {i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in graph.input}
+    assert set(dims) == {"input_ids", "attention_mask"}
+    assert all(isinstance(d, str) for shape in dims.values() for d in shape)  # both axes symbolic
+    manifest = yaml.safe_load((out / "onnx" / "deploy.yaml").read_text())
+    assert manifest["task"] == "nlp" and manifest["labels"] == text_run.task.labels
+    assert manifest["inputs"][0]["dtype"] == "int64" and manifest["inputs"][0]["shape"] == ["batch", "sequence"]
+    assert "json" in manifest["preprocessing"]["tokenizer"]  # a deployed predictor can rebuild the tokenizer
+    # The artifact matches eager PyTorch on fresh shapes, with a padded attention mask.
+    deployed, reference = OrtText(out / "onnx" / "model.onnx"), source.task.deploy_spec(source.model).module
+    for batch, length, seed in ((1, 7, 1), (3, 21, 2), (5, 33, 3)):
+        inputs = _padded(batch, length, 300, seed)
+        with torch.no_grad():
+            expected = reference(*inputs)
+        torch.testing.assert_close(deployed(*inputs), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_dynamic_int8_is_smaller_and_keeps_the_metric(onnx_export, intents_root, tmp_path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    source, out, _ = onnx_export
+    int8 = tmp_path / "model_int8.onnx"
+    quantize_dynamic(str(out / "onnx" / "model.onnx"), str(int8), weight_type=QuantType.QInt8)
+    fp32_size, int8_size = (out / "onnx" / "model.onnx").stat().st_size, int8.stat().st_size
+    dataset = source.dataset(str(intents_root), "val")
+    eager = task_metric(source.task, source.model, dataset)["accuracy"]
+    fp32 = task_metric(source.task, OrtText(out / "onnx" / "model.onnx"), dataset)["accuracy"]
+    quantized = task_metric(source.task, OrtText(int8), dataset)["accuracy"]
+    assert fp32 == pytest.approx(eager, abs=1e-6)
+    assert abs(quantized - eager) <= 5.0  # a tiny model trained for seconds: int8 noise, no collapse
+    assert int8_size < fp32_size
+    inputs = _padded(1, 16, 300, 4)
+    print(json.dumps({"fp32_bytes": fp32_size, "int8_bytes": int8_size, "eager_acc": eager, "int8_acc": quantized,
+                      "fp32_ms": median_latency_ms(OrtText(out / "onnx" / "model.onnx"), inputs),
+                      "int8_ms": median_latency_ms(OrtText(int8), inputs)}))
+
+
+@pytest.mark.xfail(reason="core.deploy.DeployedModel casts every input to float32; ONNX token ids are int64",
+                   strict=False)
+def test_pipeline_verification_of_text_artifacts(text_run, intents_root, tmp_path) -> None:
+    report = export(export_source(text_run.output_dir), "onnx", output_dir=tmp_path, data_root=str(intents_root))
+    assert report.rows[0].status == "pass", report.rows[0].message
