@@ -11,14 +11,15 @@ from torch import nn
 
 from oarkit.core.deploy.manifest import DeployManifest, read_manifest
 from oarkit.core.deploy.runtimes import Runtime, open_runtime
+from oarkit.core.errors import OarkitError
 
 
 class DeployedModel(nn.Module):
     """An exported artifact as a module, so that kit predictors and metrics run on it unchanged.
 
-    Inputs are moved to the CPU as float32 arrays, batches larger than the artifact's ``max_batch`` are run in
-    chunks, and the outputs come back as tensors on the inputs' device: one tensor for a single-output graph,
-    a tuple otherwise.
+    Inputs are moved to the CPU as arrays of the dtypes ``deploy.yaml`` records for the graph's inputs (float32
+    images, int64 token ids), batches larger than the artifact's ``max_batch`` are run in chunks, and the outputs
+    come back as tensors on the inputs' device: one tensor for a single-output graph, a tuple otherwise.
 
     Example::
 
@@ -36,10 +37,19 @@ class DeployedModel(nn.Module):
         self.folder = Path(folder)
         self.manifest: DeployManifest = read_manifest(self.folder)
         self.runtime: Runtime = open_runtime(self.folder, self.manifest, **runtime_options)
+        self.input_dtypes = [np.dtype(info.dtype) for info in self.manifest.inputs]
+
+    def _cast(self, arrays: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        """The inputs as the graph's dtypes (float32 where the manifest predates recorded dtypes)."""
+        if self.input_dtypes and len(arrays) != len(self.input_dtypes):
+            names = [info.name for info in self.manifest.inputs]
+            raise OarkitError(f"{self.folder} takes {len(names)} inputs ({', '.join(names)}), got {len(arrays)}")
+        dtypes = self.input_dtypes or [np.dtype(np.float32)] * len(arrays)
+        return tuple(np.ascontiguousarray(a, dtype=d) for a, d in zip(arrays, dtypes))
 
     def run_numpy(self, *arrays: np.ndarray) -> list[np.ndarray]:
         """Outputs of the artifact for numpy inputs, chunked along the batch axis when needed."""
-        arrays = tuple(np.ascontiguousarray(a, dtype=np.float32) for a in arrays)
+        arrays = self._cast(arrays)
         limit = self.manifest.max_batch
         batch = arrays[0].shape[0] if arrays and arrays[0].ndim else 0
         if not limit or batch <= limit:
@@ -49,7 +59,7 @@ class DeployedModel(nn.Module):
 
     def forward(self, *inputs: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:
         device = inputs[0].device if inputs else torch.device("cpu")
-        outs = self.run_numpy(*(x.detach().float().cpu().numpy() for x in inputs))
+        outs = self.run_numpy(*(x.detach().cpu().numpy() for x in inputs))
         tensors = tuple(torch.from_numpy(np.asarray(o)).to(device) for o in outs)
         return tensors[0] if len(tensors) == 1 else tensors
 

@@ -103,7 +103,8 @@ def dynamic_shapes(spec: DeploySpec, max_batch: int | None = None) -> tuple[dict
 
 def random_like(inputs: tuple[torch.Tensor, ...], *, seed: int, batch: int | None = None,
                 dynamic: dict[int, dict[int, str]] | None = None) -> tuple[torch.Tensor, ...]:
-    """Fresh standard-normal inputs shaped like ``inputs`` (float inputs only; others are copied).
+    """Fresh inputs shaped like ``inputs``: standard normal for float inputs, and for integer inputs (token
+    ids, masks, types) uniform integers within the range the template holds, so ids stay inside the vocabulary.
 
     Args:
         inputs: the templates.
@@ -118,5 +119,11 @@ def random_like(inputs: tuple[torch.Tensor, ...], *, seed: int, batch: int | Non
         for axis in (dynamic or {}).get(i, {}):
             if batch is not None:
                 shape[int(axis)] = batch
-        out.append(torch.randn(shape, generator=g, dtype=x.dtype) if x.is_floating_point() else x.clone())
+        if x.is_floating_point():
+            out.append(torch.randn(shape, generator=g, dtype=x.dtype))
+        elif x.dtype == torch.bool:
+            out.append(torch.randint(0, 2, shape, generator=g).bool())
+        else:
+            low, high = (int(x.min()), int(x.max())) if x.numel() else (0, 0)
+            out.append(torch.randint(low, high + 1, shape, generator=g, dtype=x.dtype))
     return tuple(out)

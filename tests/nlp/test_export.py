@@ -96,8 +96,15 @@ def test_dynamic_int8_is_smaller_and_keeps_the_metric(onnx_export, intents_root,
                       "int8_ms": median_latency_ms(OrtText(int8), inputs)}))
 
 
-@pytest.mark.xfail(reason="core.deploy.DeployedModel casts every input to float32; ONNX token ids are int64",
-                   strict=False)
 def test_pipeline_verification_of_text_artifacts(text_run, intents_root, tmp_path) -> None:
+    from oarkit.core.deploy import DeployedModel
+
     report = export(export_source(text_run.output_dir), "onnx", output_dir=tmp_path, data_root=str(intents_root))
-    assert report.rows[0].status == "pass", report.rows[0].message
+    row = report.rows[0]
+    assert row.status == "pass", row.message
+    assert row.metric is not None and row.metric_delta == pytest.approx(0.0, abs=1e-6)
+    # DeployedModel feeds the graph the dtypes deploy.yaml records: int64 ids and masks, whatever it is given.
+    deployed = DeployedModel(tmp_path / "onnx")
+    assert [t.dtype for t in deployed.manifest.inputs] == ["int64", "int64"]
+    ids, mask = _padded(2, 12, 300, 5)
+    torch.testing.assert_close(deployed(ids.int(), mask.int()), deployed(ids, mask))
