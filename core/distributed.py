@@ -115,6 +115,20 @@ def all_gather_objects(obj: Any) -> list[Any]:
     return out
 
 
+def average_buffers(module: nn.Module, device: torch.device) -> None:
+    """Replace every floating-point buffer (BatchNorm running statistics) by its mean over the ranks.
+
+    Each rank updates running statistics on its own shard of the data, so without this the ranks would
+    evaluate, and rank zero would save, statistics of a part of the data only.
+    """
+    if not dist.is_initialized():
+        return
+    world = dist.get_world_size()
+    for buffer in module.buffers():
+        if buffer.is_floating_point():
+            buffer.copy_(all_reduce_sum(buffer, device) / world)
+
+
 def barrier() -> None:
     if dist.is_initialized():
         dist.barrier()

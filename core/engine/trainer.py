@@ -216,7 +216,8 @@ class Trainer:
         wrapped = distributed.wrap_model(self.model, self.dist, strategy=self.strategy, precision=self.precision.name,
                                          sync_batchnorm=self.sync_batchnorm, device=self.device)
         self.model = getattr(wrapped, "module", wrapped)  # DDP wraps; FSDP2 shards in place
-        groups = self.task.parameter_groups(self.model) or _parameter_groups(self.model, self.decay_norm_and_bias)
+        groups = (self.task.parameter_groups(self.model, decay_norm_and_bias=self.decay_norm_and_bias)
+                  or _parameter_groups(self.model, self.decay_norm_and_bias))
         self.optimizer = self.optimizer_factory(groups)
         for group in self.optimizer.param_groups:
             group["lr"] = group["lr"] * group.pop("lr_scale", 1.0)
@@ -292,6 +293,10 @@ class Trainer:
         tic = time.perf_counter()
         self._emit("on_train_epoch_start", epoch)
         train_logs = self.train_one_epoch(epoch)
+        if self.dist.enabled:  # one set of BatchNorm statistics, evaluated and saved alike by every rank
+            with torch.no_grad():
+                for module in (self.model, *([self.ema.module] if self.ema is not None else [])):
+                    distributed.average_buffers(module, self.device)
         row: dict[str, Any] = {"epoch": epoch + 1, **{f"train_{k}": v for k, v in train_logs.items()},
                                "lr": self.current_lr}
         metrics = None

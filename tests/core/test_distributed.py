@@ -43,16 +43,19 @@ class DieOnce(Callback):
 
 if args.get("die"):
     callbacks.append(DieOnce())
-trainer = toy.make_trainer(Path(args["out"]), task=toy.ToyTask(norm=False, dropout=0.0),
+trainer = toy.make_trainer(Path(args["out"]), task=toy.ToyTask(norm=args.get("norm", False), dropout=0.0),
                            data=toy.BlobData(n=args.get("n", 128), batch_size=args["batch"]),
                            max_epochs=args.get("epochs", 2), accumulate_grad_batches=args.get("accumulate", 1),
                            strategy=args.get("strategy", "ddp"), callbacks=callbacks, resume=args.get("resume", False),
                            optimizer=lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9))
 trainer.fit()
 metrics = trainer.evaluate()
+buffers = distributed.all_gather_objects([b.clone() for b in trainer.model.buffers() if b.is_floating_point()])
+spread = max((float((a - b).abs().max()) for other in buffers[1:] for a, b in zip(buffers[0], other)), default=0.0)
 if trainer.is_main:
     Path(args["out"], "result.json").write_text(json.dumps({{"metrics": metrics, "world": trainer.dist.world_size,
-                                                              "history": len(trainer.history)}}))
+                                                              "history": len(trainer.history),
+                                                              "buffer_spread": spread}}))
 distributed.cleanup()
 """
 
@@ -127,6 +130,19 @@ def test_metric_is_reduced_to_the_single_process_number(tmp_path, toy):
     trainer = single(toy, tmp_path / "one", batch=16, n=100, epochs=1)
     trainer.model.load_state_dict(load_file(str(tmp_path / "ddp" / "run" / "last" / "model.safetensors")))
     assert trainer.evaluate()["acc"] == pytest.approx(reduced, abs=1e-9)
+
+
+def test_batchnorm_statistics_agree_across_ranks_and_with_the_checkpoint(tmp_path, toy):
+    # Each rank sees its own half of the data; the epoch ends with the ranks' running statistics averaged, so
+    # every rank evaluates, and rank zero saves, the same BatchNorm state.
+    torchrun(tmp_path / "ddp", {"out": str(tmp_path / "ddp"), "batch": 8, "n": 100, "epochs": 1, "norm": True})
+    result = json.loads((tmp_path / "ddp" / "result.json").read_text())
+    assert result["buffer_spread"] == 0.0
+    trainer = toy.make_trainer(tmp_path / "one", data=toy.BlobData(n=100, batch_size=16), max_epochs=1,
+                               task=toy.ToyTask(norm=True, dropout=0.0))
+    trainer.setup()
+    trainer.model.load_state_dict(load_file(str(tmp_path / "ddp" / "run" / "last" / "model.safetensors")))
+    assert trainer.evaluate()["acc"] == pytest.approx(result["metrics"]["acc"], abs=1e-9)
 
 
 def test_resume_with_another_world_size(tmp_path, toy):
