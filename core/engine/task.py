@@ -78,10 +78,15 @@ class Task(ABC):
     def build_metric(self) -> Metric:
         """A fresh metric; its ``main_indicator`` ranks checkpoints."""
 
-    def parameter_groups(self, model: nn.Module) -> list[dict[str, Any]] | None:
+    def parameter_groups(self, model: nn.Module, *, decay_norm_and_bias: bool = False) -> list[dict[str, Any]] | None:
         """Optimizer parameter groups of the task's own (e.g. layer-wise LR decay); ``None`` for the default.
 
         Groups may carry ``lr_scale``: the Trainer multiplies the optimizer's base LR by it.
+
+        Args:
+            model: the model being trained.
+            decay_norm_and_bias: ``trainer.decay_norm_and_bias``: whether biases and normalisation weights get
+                weight decay (the default groups give them none).
         """
         return None
 

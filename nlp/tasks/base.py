@@ -65,8 +65,6 @@ class TransformerTask(Task):
         self.preprocessing: dict[str, Any] = {}
         self.data_meta: dict[str, Any] = {}
         self.uses_token_types = False
-        self._groups_requested = False
-        self._checked_groups = False
 
     # -- the model and its tokenizer ------------------------------------------------------------------------
 
@@ -158,19 +156,9 @@ class TransformerTask(Task):
 
     def parameter_groups(self, model: nn.Module, *, decay_norm_and_bias: bool = False) -> list[dict[str, Any]] | None:
         """Layer-wise LR-decay groups (each with ``lr_scale``), or ``None`` for the Trainer's default groups."""
-        self._groups_requested = True
         if self.layerwise_lr_decay >= 1:
             return None
         return layerwise_lr_groups(model, self.layerwise_lr_decay, decay_norm_and_bias=decay_norm_and_bias)
-
-    def _check_groups(self) -> None:
-        if self._checked_groups:
-            return
-        self._checked_groups = True
-        if self.layerwise_lr_decay < 1 and not self._groups_requested:
-            raise ConfigError(f"task.layerwise_lr_decay={self.layerwise_lr_decay} needs a Trainer that builds its "
-                              "optimizer from Task.parameter_groups(); this one does not, so the decay would be "
-                              "silently ignored. Set task.layerwise_lr_decay=1.0.")
 
     def forward(self, model: nn.Module, batch: dict[str, Any]) -> Any:
         """The model's outputs on a batch."""

@@ -34,7 +34,6 @@ class TextClassificationTask(TransformerTask):
         return bool(self.data_meta.get("pair"))
 
     def training_step(self, model: nn.Module, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
-        self._check_groups()
         logits = logits_of(self.forward(model, batch)).float()
         loss = nn.functional.cross_entropy(logits, batch["labels"], label_smoothing=self.label_smoothing)
         return {"loss": loss}

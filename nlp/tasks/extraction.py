@@ -39,7 +39,6 @@ class InformationExtractionTask(TransformerTask):
         return kwargs
 
     def training_step(self, model: nn.Module, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
-        self._check_groups()
         out = self.forward(model, batch)
         mask = batch["attention_mask"].float()
         bce = nn.functional.binary_cross_entropy_with_logits

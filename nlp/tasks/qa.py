@@ -37,7 +37,6 @@ class QuestionAnsweringTask(TransformerTask):
         return WindowCollator(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
 
     def training_step(self, model: nn.Module, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
-        self._check_groups()
         out = self.forward(model, batch)
         start = nn.functional.cross_entropy(out.start_logits.float(), batch["start_positions"])
         end = nn.functional.cross_entropy(out.end_logits.float(), batch["end_positions"])

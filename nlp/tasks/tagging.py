@@ -24,7 +24,6 @@ class TokenClassificationTask(TransformerTask):
     outputs = ("logits",)
 
     def training_step(self, model: nn.Module, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
-        self._check_groups()
         logits = logits_of(self.forward(model, batch)).float()
         loss = nn.functional.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=IGNORE_INDEX)
         return {"loss": loss}

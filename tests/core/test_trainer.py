@@ -225,12 +225,13 @@ def test_compile_matches_eager(tmp_path, toy):
 
 def test_task_parameter_groups_with_lr_scale(tmp_path, toy):
     class LayerwiseTask(toy.ToyTask):
-        def parameter_groups(self, model):
+        def parameter_groups(self, model, *, decay_norm_and_bias=False):
+            assert decay_norm_and_bias is True  # the Trainer passes trainer.decay_norm_and_bias on
             first, *rest = list(model.children())
             return [{"params": list(first.parameters()), "lr_scale": 0.5},
                     {"params": [p for m in rest for p in m.parameters()]}]
 
-    trainer = toy.make_trainer(tmp_path, task=LayerwiseTask(), max_epochs=1)
+    trainer = toy.make_trainer(tmp_path, task=LayerwiseTask(), max_epochs=1, decay_norm_and_bias=True)
     trainer.setup()
     assert [g["lr"] for g in trainer.optimizer.param_groups] == [0.05, 0.1]
     assert all("lr_scale" not in g for g in trainer.optimizer.param_groups)
