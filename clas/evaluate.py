@@ -14,7 +14,8 @@ from tqdm.auto import tqdm
 from oarkit.clas.data.datasets import ImageFolderDataset, ListFileDataset
 from oarkit.clas.data.transforms import build_eval_transform
 from oarkit.clas.metrics import ClassificationMetric
-from oarkit.clas.predictor import Classifier, find_model_dir
+from oarkit.clas.predictor import Classifier
+from oarkit.core.engine.checkpoint import find_model_dir
 from oarkit.core.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ def evaluate(source: str | Path, *, data_root: str | None = None, split: str = "
     Returns:
         The metrics plus ``confusion_matrix`` (the PNG path), ``model_dir`` and ``data_root``.
     """
-    model_dir = find_model_dir(Path(source))
+    model_dir = find_model_dir(Path(source), exports=True)
     clf = Classifier(model_dir, device=device, batch_size=batch_size)
     config_file = model_dir / "config.yaml"
     data_cfg = OmegaConf.load(config_file).get("data", {}) if config_file.exists() else {}

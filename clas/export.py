@@ -11,11 +11,11 @@ from torch.utils.data import Dataset
 
 from oarkit.clas.data.datasets import ImageFolderDataset, ListFileDataset
 from oarkit.clas.data.transforms import build_eval_transform, preprocess_spec
-from oarkit.clas.predictor import find_model_dir, imagenet_labels
+from oarkit.clas.predictor import imagenet_labels
 from oarkit.clas.task import ClassificationTask
 from oarkit.core.config import instantiate
 from oarkit.core.deploy import is_export_dir
-from oarkit.core.engine.checkpoint import CONFIG_FILE, load_model_dir
+from oarkit.core.engine.checkpoint import CONFIG_FILE, find_model_dir, load_model_dir
 from oarkit.core.errors import OarkitError
 from oarkit.core.export.source import ExportSource
 from oarkit.core.registry import create_model, model_info

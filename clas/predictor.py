@@ -12,16 +12,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from oarkit.clas.data.datasets import read_image
 from oarkit.clas.data.transforms import build_eval_transform, preprocess_spec
+from oarkit.core.data import ImageInput, load_image_input
 from oarkit.core.deploy import DeployedModel, is_export_dir
-from oarkit.core.engine.checkpoint import load_model_dir
-from oarkit.core.errors import DataError, OarkitError
+from oarkit.core.engine.checkpoint import find_model_dir, load_model_dir
+from oarkit.core.errors import OarkitError
 from oarkit.core.registry import create_model, model_info
 
 logger = logging.getLogger(__name__)
 
-ImageInput = str | Path | np.ndarray | Any  # Any: a PIL image
 
 
 def imagenet_labels() -> list[str]:
@@ -30,17 +29,6 @@ def imagenet_labels() -> list[str]:
 
     info = ImageNetInfo()
     return [info.index_to_description(i) for i in range(1000)]
-
-
-def find_model_dir(path: Path) -> Path:
-    """A run directory's ``best/`` (else ``last/``), or ``path`` itself when it is a model or export directory."""
-    if is_export_dir(path):
-        return path
-    for candidate in (path, path / "best", path / "last"):
-        if (candidate / "meta.json").exists() or (candidate.with_name(f".{candidate.name}.old") / "meta.json").exists():
-            return candidate
-    raise DataError(f"{path} is neither a run directory (with best/ or last/), a model directory "
-                    "(with model.safetensors and meta.json) nor an export directory (with deploy.yaml)")
 
 
 @dataclass
@@ -152,27 +140,8 @@ class Classifier:
 
     # preprocess / forward / postprocess, as in a transformers pipeline
     def load(self, item: ImageInput) -> tuple[np.ndarray, str | None]:
-        """An RGB uint8 array from a path, an array (HW, HWC; RGB) or a PIL image."""
-        if isinstance(item, (str, Path)):
-            image = read_image(item)
-            if image is None:
-                raise DataError(f"cannot read image {item}: the file is missing, unreadable or not an image")
-            return image, str(item)
-        if hasattr(item, "convert") and hasattr(item, "size"):  # PIL
-            return np.asarray(item.convert("RGB")), getattr(item, "filename", None) or None
-        if isinstance(item, np.ndarray):
-            image = item
-            if image.ndim == 2:
-                image = np.repeat(image[..., None], 3, axis=2)
-            if image.ndim != 3 or image.shape[2] not in (1, 3, 4):
-                raise DataError(f"an image array must be HxW or HxWxC with C in 1, 3, 4; got shape {item.shape}")
-            if image.shape[2] == 1:
-                image = np.repeat(image, 3, axis=2)
-            image = image[..., :3]
-            if image.dtype != np.uint8:
-                image = np.clip(image * (255.0 if image.max() <= 1.0 else 1.0), 0, 255).astype(np.uint8)
-            return np.ascontiguousarray(image), None
-        raise DataError(f"Classifier takes paths, numpy arrays or PIL images, not {type(item).__name__}")
+        """An RGB uint8 array from a path, an array (HW, HWC; RGB) or a PIL image, with its source path."""
+        return load_image_input(item, taker="Classifier")
 
     def preprocess(self, images: Sequence[np.ndarray]) -> torch.Tensor:
         return torch.stack([self.transform(image=im)["image"] for im in images]).to(self.device)

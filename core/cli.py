@@ -46,13 +46,9 @@ def _kit_module(source: str) -> Any:
 
         kit = read_manifest(path).task
     elif path.exists():
-        for candidate in (path, path / "best", path / "last", path.with_name(f".{path.name}.old")):
-            meta = candidate / "meta.json"
-            if meta.exists():
-                kit = json.loads(meta.read_text()).get("task", "")
-                break
-        else:
-            raise OarkitError(f"{source} is not a run or model directory (no meta.json in it, best/ or last/)")
+        from oarkit.core.engine.checkpoint import find_model_dir, read_meta
+
+        kit = read_meta(find_model_dir(path)).get("task", "")
     else:
         from oarkit.core.errors import UnknownNameError
         from oarkit.core.registry import model_info

@@ -48,8 +48,8 @@ def Predictor(source: Any, **kwargs: Any) -> Any:  # noqa: N802  (the kit protoc
     """
     import json
 
+    from oarkit.core.engine.checkpoint import find_model_dir
     from oarkit.core.registry import model_info
-    from oarkit.nlp.predictor import find_model_dir
 
     if isinstance(source, (str, Path)) and Path(source).exists():
         kind = json.loads((find_model_dir(Path(source)) / "meta.json").read_text()).get("nlp_task", "")

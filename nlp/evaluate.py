@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from torch.utils.data import DataLoader
 
 from oarkit.core.config import instantiate
-from oarkit.core.engine.checkpoint import load_model_dir
+from oarkit.core.engine.checkpoint import find_model_dir, load_model_dir
 from oarkit.core.engine.trainer import move_to
 from oarkit.core.errors import ConfigError
 from oarkit.nlp.data import (
@@ -21,7 +21,6 @@ from oarkit.nlp.data import (
     TextDataModule,
     TokenClassificationData,
 )
-from oarkit.nlp.predictor import find_model_dir
 from oarkit.nlp.tasks import TASKS
 from oarkit.nlp.tokenizer import tokenizer_from_spec
 

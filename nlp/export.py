@@ -23,7 +23,7 @@ from transformers.modeling_outputs import QuestionAnsweringModelOutput
 
 from oarkit.core.config import instantiate
 from oarkit.core.deploy import is_export_dir
-from oarkit.core.engine.checkpoint import CONFIG_FILE, load_model_dir
+from oarkit.core.engine.checkpoint import CONFIG_FILE, find_model_dir, load_model_dir
 from oarkit.core.engine.metric import Metric
 from oarkit.core.engine.task import DeploySpec, Task
 from oarkit.core.errors import ConfigError, OarkitError
@@ -32,7 +32,6 @@ from oarkit.nlp.data.module import TextDataModule
 from oarkit.nlp.deploy import FlatOutputs
 from oarkit.nlp.evaluate import rebuild_data
 from oarkit.nlp.models.uie import UIE
-from oarkit.nlp.predictor import find_model_dir
 from oarkit.nlp.tasks import TASKS, TransformerTask
 from oarkit.nlp.tokenizer import tokenizer_from_spec
 

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from oarkit.core.engine.checkpoint import load_model_dir
+from oarkit.core.engine.checkpoint import find_model_dir, load_model_dir
 from oarkit.core.errors import ConfigError, DataError
 from oarkit.core.registry import create_model, model_info
 from oarkit.nlp.data.collate import PadCollator, WindowCollator, model_inputs
@@ -31,15 +31,6 @@ from oarkit.nlp.tokenizer import load_tokenizer, tokenizer_from_spec
 TextInput = str | tuple[str, str] | Path
 #: a word for tagging raw text: a CJK ideograph alone, a run of letters/digits, or one other symbol
 _WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_]+|\S", re.UNICODE)
-
-
-def find_model_dir(path: Path) -> Path:
-    """A run directory's ``best/`` (else ``last/``), or ``path`` itself when it is a model directory."""
-    for candidate in (path, path / "best", path / "last"):
-        if (candidate / "meta.json").exists() or (candidate.with_name(f".{candidate.name}.old") / "meta.json").exists():
-            return candidate
-    raise DataError(f"{path} is neither a run directory (with best/ or last/) nor a model directory "
-                    "(with model.safetensors and meta.json)")
 
 
 def load_text_model(source: str | Path | nn.Module, *, tokenizer: Any = None, head: str | None = None,

@@ -11,13 +11,14 @@ from omegaconf import OmegaConf
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
+from oarkit.core.engine.checkpoint import find_model_dir
 from oarkit.core.errors import ConfigError
 
 from .data.datasets import pad_collate
 from .data.module import SegmentationData
 from .data.transforms import build_eval_transform
 from .metrics import SegmentationMetric
-from .predictor import Segmenter, find_model_dir
+from .predictor import Segmenter
 
 logger = logging.getLogger(__name__)
 

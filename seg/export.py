@@ -16,7 +16,7 @@ from torch.utils.data import Dataset
 
 from oarkit.core.config import instantiate
 from oarkit.core.deploy import is_export_dir
-from oarkit.core.engine.checkpoint import CONFIG_FILE, load_model_dir
+from oarkit.core.engine.checkpoint import CONFIG_FILE, find_model_dir, load_model_dir
 from oarkit.core.errors import OarkitError
 from oarkit.core.export.source import ExportSource
 from oarkit.core.registry import create_model, model_info
@@ -25,7 +25,6 @@ from .data.labels import LABEL_SETS
 from .data.module import SegmentationData
 from .data.transforms import build_eval_transform, preprocess_spec
 from .inference import InferenceConfig
-from .predictor import find_model_dir
 from .task import SegmentationTask
 
 #: the ``data`` keys that say where and how the dataset is laid out (not how it is augmented)

@@ -13,12 +13,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from oarkit.core.data import ImageInput, load_image_input
 from oarkit.core.deploy import is_export_dir
-from oarkit.core.engine.checkpoint import load_model_dir
-from oarkit.core.errors import DataError, OarkitError
+from oarkit.core.engine.checkpoint import find_model_dir, load_model_dir
+from oarkit.core.errors import OarkitError
 from oarkit.core.registry import create_model, model_info
 
-from .data.io import read_image
 from .data.labels import LABEL_SETS
 from .data.transforms import apply_spec, preprocess_spec
 from .inference import InferenceConfig, infer
@@ -26,16 +26,6 @@ from .visualize import plot_segmentation, pseudo_color, save_figure
 
 logger = logging.getLogger(__name__)
 
-ImageInput = str | Path | np.ndarray | Any  # Any: a PIL image
-
-
-def find_model_dir(path: Path) -> Path:
-    """A run directory's ``best/`` (else ``last/``), or ``path`` itself when it is a model directory."""
-    for candidate in (path, path / "best", path / "last"):
-        if (candidate / "meta.json").exists() or (candidate.with_name(f".{candidate.name}.old") / "meta.json").exists():
-            return candidate
-    raise DataError(f"{path} is neither a run directory (with best/ or last/), a model directory (model.safetensors "
-                    "and meta.json) nor an export (deploy.yaml)")
 
 
 @dataclass
@@ -152,24 +142,8 @@ class Segmenter:
         self.return_scores, self.batch_size = return_scores, max(1, int(batch_size))
 
     def load(self, item: ImageInput) -> tuple[np.ndarray, str | None]:
-        """An RGB uint8 array from a path, an array (HW, HWC; RGB) or a PIL image."""
-        if isinstance(item, (str, Path)):
-            return read_image(item), str(item)
-        if hasattr(item, "convert") and hasattr(item, "size"):  # PIL
-            return np.asarray(item.convert("RGB")), getattr(item, "filename", None) or None
-        if isinstance(item, np.ndarray):
-            image = item
-            if image.ndim == 2:
-                image = np.repeat(image[..., None], 3, axis=2)
-            if image.ndim != 3 or image.shape[2] not in (1, 3, 4):
-                raise DataError(f"an image array must be HxW or HxWxC with C in 1, 3, 4; got shape {item.shape}")
-            if image.shape[2] == 1:
-                image = np.repeat(image, 3, axis=2)
-            image = image[..., :3]
-            if image.dtype != np.uint8:
-                image = np.clip(image * (255.0 if image.max() <= 1.0 else 1.0), 0, 255).astype(np.uint8)
-            return np.ascontiguousarray(image), None
-        raise DataError(f"Segmenter takes paths, numpy arrays or PIL images, not {type(item).__name__}")
+        """An RGB uint8 array from a path, an array (HW, HWC; RGB) or a PIL image, with its source path."""
+        return load_image_input(item, taker="Segmenter")
 
     def preprocess(self, images: Sequence[np.ndarray]) -> torch.Tensor:
         return torch.from_numpy(np.stack([apply_spec(im, self.preprocessing) for im in images])).to(self.device)

@@ -1,6 +1,6 @@
 """Classification data: datasets, the DataModule, preprocessing presets, Mixup/CutMix and the digits demo set."""
 
-from .datasets import ClassificationDataset, ImageFolderDataset, ListFileDataset, read_image
+from .datasets import ClassificationDataset, ImageFolderDataset, ListFileDataset
 from .digits import prepare_digits
 from .mixup import MixupCutmix
 from .module import ClassificationData, read_label_file
@@ -17,6 +17,5 @@ __all__ = [
     "build_train_transform",
     "prepare_digits",
     "preprocess_spec",
-    "read_image",
     "read_label_file",
 ]

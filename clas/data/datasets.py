@@ -18,6 +18,7 @@ import numpy as np
 from torch.utils.data import Dataset
 from tqdm.auto import tqdm
 
+from oarkit.core.data import decode_image, resolve_list_file, sample_seed
 from oarkit.core.errors import DataError
 
 logger = logging.getLogger(__name__)
@@ -26,26 +27,6 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 
 IMAGEFOLDER_LAYOUT = "<root>/<split>/<class name>/<image>.{jpg,jpeg,png,bmp,webp}"
 LIST_LINE_FORM = "'<image path relative to root> <integer label>', e.g. 'train/n01440764/0001.jpg 0'"
-
-
-def read_image(path: str | os.PathLike) -> np.ndarray | None:
-    """Decode an image file as RGB uint8 HxWx3, or ``None`` when it is missing or cannot be decoded."""
-    try:
-        # imdecode of the raw bytes (rather than imread) also copes with non-ASCII paths on every platform.
-        data = np.fromfile(str(path), dtype=np.uint8)
-    except OSError:
-        return None
-    if data.size == 0:
-        return None
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR)
-    if image is None:
-        return None
-    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
-
-
-def sample_seed(seed: int, epoch: int, index: int) -> int:
-    """A 32-bit seed that depends only on ``(seed, epoch, index)``, never on the worker that loads the sample."""
-    return int(np.random.SeedSequence([seed, epoch, index]).generate_state(1)[0])
 
 
 class ClassificationDataset(Dataset):
@@ -94,7 +75,7 @@ class ClassificationDataset(Dataset):
     def load(self, index: int) -> np.ndarray:
         """The RGB uint8 image of sample ``index``; raises :class:`DataError` when it cannot be read."""
         path = self.samples[index][0]
-        image = read_image(path)
+        image = decode_image(path)
         if image is None:
             reason = "is missing" if not os.path.exists(path) else "cannot be decoded (corrupt or not an image)"
             raise DataError(
@@ -118,7 +99,7 @@ class ClassificationDataset(Dataset):
         with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
             readable = list(
                 tqdm(
-                    pool.map(lambda s: read_image(s[0]) is not None, samples, chunksize=16),
+                    pool.map(lambda s: decode_image(s[0]) is not None, samples, chunksize=16),
                     total=len(samples),
                     desc=f"checking images in {self.source}",
                     unit="img",
@@ -204,17 +185,6 @@ def find_classes(folder: str | os.PathLike) -> list[str]:
     return sorted(p.name for p in Path(folder).iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-def resolve_list_file(root: str | os.PathLike, list_file: str | os.PathLike) -> Path:
-    """Find a list file: absolute as given, otherwise inside ``root`` first, then relative to the working dir."""
-    path = Path(list_file)
-    candidates = [path] if path.is_absolute() else [Path(root) / path, path]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    tried = " or ".join(str(c) for c in candidates)
-    raise DataError(f"List file {tried} does not exist; expected a text file of lines {LIST_LINE_FORM}")
-
-
 def parse_list_file(path: str | os.PathLike) -> list[tuple[str, int]]:
     """``(relative path, label)`` pairs of a PaddleClas list file; blank lines are skipped.
 
@@ -262,7 +232,7 @@ class ListFileDataset(ClassificationDataset):
     ) -> None:
         if not Path(root).is_dir():
             raise DataError(f"Dataset root {root} does not exist; list files name images relative to it")
-        self.list_file = resolve_list_file(root, list_file)
+        self.list_file = resolve_list_file(root, list_file, line_form=LIST_LINE_FORM)
         entries = parse_list_file(self.list_file)
         if not entries:
             raise DataError(f"List file {self.list_file} is empty; expected lines {LIST_LINE_FORM}")

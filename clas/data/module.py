@@ -9,17 +9,18 @@ from typing import Any
 
 from torch.utils.data import Dataset
 
+from oarkit.core.data import resolve_list_file
 from oarkit.core.engine.task import DataModule
 from oarkit.core.errors import ConfigError, DataError, did_you_mean
 
 from .datasets import (
     IMAGEFOLDER_LAYOUT,
+    LIST_LINE_FORM,
     ClassificationDataset,
     ImageFolderDataset,
     ListFileDataset,
     find_classes,
     parse_list_file,
-    resolve_list_file,
 )
 from .transforms import IMAGENET_MEAN, IMAGENET_STD, build_eval_transform, build_train_transform, preprocess_spec
 
@@ -161,7 +162,8 @@ class ClassificationData(DataModule):
             elif names is not None:
                 self._classes = names
             else:
-                labels = [label for _, label in parse_list_file(resolve_list_file(self.root, self.train_list))]
+                train_list = resolve_list_file(self.root, self.train_list, line_form=LIST_LINE_FORM)
+                labels = [label for _, label in parse_list_file(train_list)]
                 if not labels:
                     raise DataError(f"Training list {self.train_list} in {self.root} is empty")
                 self._classes = [str(i) for i in range(max(labels) + 1)]
@@ -245,7 +247,7 @@ class ClassificationData(DataModule):
         if self.format == "imagefolder":
             return (Path(self.root) / self.val_split).is_dir()
         try:
-            resolve_list_file(self.root, self.val_list)
+            resolve_list_file(self.root, self.val_list, line_form=LIST_LINE_FORM)
         except DataError:
             return False
         return True

@@ -19,7 +19,7 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
-from oarkit.core.errors import WeightsError
+from oarkit.core.errors import DataError, WeightsError
 
 MODEL_FILE = "model.safetensors"
 META_FILE = "meta.json"
@@ -58,6 +58,27 @@ def resolve_dir(path: str | Path) -> Path:
     if (_old(path) / MODEL_FILE).exists():
         return _old(path)
     raise WeightsError(f"{path} is not a model directory (no {MODEL_FILE}); pass a run's best/ or last/ folder")
+
+
+def find_model_dir(path: str | Path, *, exports: bool = False) -> Path:
+    """The model directory a path names: a run directory's ``best/`` (else ``last/``), or ``path`` itself.
+
+    Args:
+        path: a run directory, a model directory, or (with ``exports``) an export folder.
+        exports: accept an export folder (one holding a ``deploy.yaml``) and return it as it is.
+
+    Raises:
+        DataError: ``path`` is none of these; the message says what each one holds.
+    """
+    path = Path(path)
+    if exports and (path / "deploy.yaml").is_file():
+        return path
+    for candidate in (path, path / "best", path / "last"):
+        if (candidate / META_FILE).exists() or (_old(candidate) / META_FILE).exists():
+            return candidate
+    export = ", an export folder (with deploy.yaml)" if exports else ""
+    raise DataError(f"{path} is neither a run directory (with best/ or last/){export} nor a model directory "
+                    f"(with {MODEL_FILE} and {META_FILE})")
 
 
 def contiguous_state(module: nn.Module) -> dict[str, torch.Tensor]:

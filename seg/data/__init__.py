@@ -9,7 +9,7 @@ from .datasets import (
     pad_collate,
     voc_samples,
 )
-from .io import check_label, read_image, read_label
+from .io import check_label, read_label
 from .labels import ADE20K_CLASSES, CITYSCAPES_CLASSES, LABEL_SETS, VOC_CLASSES, color_map
 from .module import SegmentationData, read_class_names
 from .shapes import prepare_shapes
@@ -19,5 +19,5 @@ __all__ = [
     "ADE20K_CLASSES", "CITYSCAPES_CLASSES", "LABEL_SETS", "LAYOUTS", "VOC_CLASSES", "SegmentationData",
     "SegmentationDataset", "ade20k_samples", "apply_spec", "build_eval_transform", "build_train_transform",
     "check_label", "cityscapes_samples", "color_map", "list_samples", "pad_collate", "prepare_shapes",
-    "preprocess_spec", "read_class_names", "read_image", "read_label", "voc_samples",
+    "preprocess_spec", "read_class_names", "read_label", "voc_samples",
 ]

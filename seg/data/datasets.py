@@ -17,9 +17,10 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from oarkit.core.data import read_image, resolve_list_file, sample_seed
 from oarkit.core.errors import DataError
 
-from .io import check_label, read_image, read_label
+from .io import check_label, read_label
 
 logger = logging.getLogger(__name__)
 
@@ -34,21 +35,6 @@ LAYOUTS = {
 Sample = tuple[str, str]
 
 
-def sample_seed(seed: int, epoch: int, index: int) -> int:
-    """A 32-bit seed that depends only on ``(seed, epoch, index)``, never on the worker that loads the sample."""
-    return int(np.random.SeedSequence([seed, epoch, index]).generate_state(1)[0])
-
-
-def resolve_list_file(root: str | os.PathLike, list_file: str | os.PathLike) -> Path:
-    """A list file: absolute as given, else inside ``root``, else relative to the working directory."""
-    path = Path(list_file)
-    candidates = [path] if path.is_absolute() else [Path(root) / path, path]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    raise DataError(f"List file {' or '.join(map(str, candidates))} does not exist; expected lines {LIST_LINE_FORM}")
-
-
 def list_samples(root: str | os.PathLike, list_file: str | os.PathLike) -> list[Sample]:
     """The pairs of a PaddleSeg list file (blank lines skipped; paths relative to ``root``).
 
@@ -58,7 +44,7 @@ def list_samples(root: str | os.PathLike, list_file: str | os.PathLike) -> list[
     root = Path(root)
     if not root.is_dir():
         raise DataError(f"Dataset root {root} does not exist; expected {LAYOUTS['list']}")
-    path = resolve_list_file(root, list_file)
+    path = resolve_list_file(root, list_file, line_form=LIST_LINE_FORM)
     samples = []
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, start=1):

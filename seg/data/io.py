@@ -1,4 +1,4 @@
-"""Reading images and label maps, and checking label values against the class count."""
+"""Reading label maps and checking label values against the class count (images: :mod:`oarkit.core.data`)."""
 
 from __future__ import annotations
 
@@ -10,23 +10,6 @@ import numpy as np
 from PIL import Image
 
 from oarkit.core.errors import DataError
-
-
-def read_image(path: str | os.PathLike) -> np.ndarray:
-    """An RGB uint8 HxWx3 image (grey images are repeated to three channels).
-
-    Raises:
-        DataError: the file is missing or is not a decodable image; the message names it.
-    """
-    try:
-        data = np.fromfile(str(path), dtype=np.uint8)  # imdecode of the bytes also copes with non-ASCII paths
-    except OSError as err:
-        raise DataError(f"Image {path} cannot be read: {err}") from err
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
-    if image is None:
-        reason = "is missing" if not os.path.exists(path) else "cannot be decoded (corrupt or not an image)"
-        raise DataError(f"Image {path} {reason}")
-    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
 
 def read_label(path: str | os.PathLike) -> np.ndarray:

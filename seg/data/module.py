@@ -9,15 +9,16 @@ from typing import Any
 
 from torch.utils.data import Dataset
 
+from oarkit.core.data import resolve_list_file
 from oarkit.core.engine.task import DataModule
 from oarkit.core.errors import ConfigError, DataError, did_you_mean
 
 from .datasets import (
+    LIST_LINE_FORM,
     ade20k_samples,
     cityscapes_samples,
     list_samples,
     pad_collate,
-    resolve_list_file,
     voc_samples,
     SegmentationDataset,
 )
@@ -183,7 +184,7 @@ class SegmentationData(DataModule):
         if self.format != "list":
             return True  # the folder layouts always have a val split; a missing one is an error when read
         try:
-            resolve_list_file(self.root, self.val_list)
+            resolve_list_file(self.root, self.val_list, line_form=LIST_LINE_FORM)
         except DataError:
             return False
         return True
