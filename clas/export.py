@@ -6,18 +6,14 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
 from torch.utils.data import Dataset
 
 from oarkit.clas.data.datasets import ImageFolderDataset, ListFileDataset
 from oarkit.clas.data.transforms import build_eval_transform, preprocess_spec
 from oarkit.clas.predictor import imagenet_labels
 from oarkit.clas.task import ClassificationTask
-from oarkit.core.config import instantiate
-from oarkit.core.deploy import is_export_dir
-from oarkit.core.engine.checkpoint import CONFIG_FILE, find_model_dir, load_model_dir
 from oarkit.core.errors import OarkitError
-from oarkit.core.export.source import ExportSource
+from oarkit.core.export.source import ExportSource, TrainedModel, resolve_export_source
 from oarkit.core.registry import create_model, model_info
 
 
@@ -39,23 +35,17 @@ def eval_dataset(root: str, split: str, *, preprocessing: dict[str, Any], labels
     return ImageFolderDataset(root, data_config.get(f"{split}_split") or split, transform, classes=labels or None)
 
 
-def _from_model_dir(folder: Path) -> ExportSource:
-    model, meta = load_model_dir(folder)
-    config = OmegaConf.load(folder / CONFIG_FILE) if (folder / CONFIG_FILE).exists() else OmegaConf.create({})
-    task_cfg = config.get("task")
-    task = instantiate(task_cfg) if task_cfg is not None and "_target_" in task_cfg else ClassificationTask(
-        (meta.get("model") or {}).get("name") or "clas/pp_lcnet_x1_0")
-    if not isinstance(task, ClassificationTask):
-        raise OarkitError(f"{folder} was trained with {type(task).__name__}, not a classification task")
+def _from_model_dir(trained: TrainedModel) -> ExportSource:
+    meta = trained.meta
+    task = trained.task(ClassificationTask, lambda: ClassificationTask(
+        (meta.get("model") or {}).get("name") or "clas/pp_lcnet_x1_0"))
     task.labels = list(meta.get("labels") or [])
     task.preprocessing = dict(meta.get("preprocessing") or {})
     if not task.preprocessing:
-        raise OarkitError(f"{folder}/meta.json has no preprocessing; it cannot be exported for deployment")
-    data_config = OmegaConf.to_container(config.get("data") or {}, resolve=False)
-    data_config = {k: v for k, v in data_config.items() if isinstance(v, (str, int, float, bool, type(None)))}
-    run = folder.parent if folder.name in ("best", "last") or folder.name.startswith(".") else folder
-    return ExportSource(task=task, model=model, origin=str(folder), output_dir=run / "export", meta=meta,
-                        data_root=data_config.get("root"),
+        raise OarkitError(f"{trained.folder}/meta.json has no preprocessing; it cannot be exported for deployment")
+    data_config = trained.data_config()
+    return ExportSource(task=task, model=trained.model, origin=str(trained.folder), output_dir=trained.output_dir,
+                        meta=meta, data_root=data_config.get("root"),
                         dataset=functools.partial(_dataset, task=task, data_config=data_config))
 
 
@@ -87,9 +77,5 @@ def export_source(source: str | Path, *, pretrained: bool | str = True) -> Expor
         pretrained: for a registry name, load the registered weights (``True``), a local file, or none
             (``False``: random weights, enough to check that a model exports).
     """
-    path = Path(source)
-    if path.exists():
-        if is_export_dir(path):
-            raise OarkitError(f"{path} is already an export; export its run directory instead")
-        return _from_model_dir(find_model_dir(path))
-    return _from_registry(str(source), pretrained)
+    return resolve_export_source(source, from_model_dir=_from_model_dir,
+                                 from_registry=functools.partial(_from_registry, pretrained=pretrained))

@@ -15,19 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import OmegaConf
 from torch import nn
 from torch.utils.data import Dataset
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import QuestionAnsweringModelOutput
 
-from oarkit.core.config import instantiate
-from oarkit.core.deploy import is_export_dir
-from oarkit.core.engine.checkpoint import CONFIG_FILE, find_model_dir, load_model_dir
 from oarkit.core.engine.metric import Metric
 from oarkit.core.engine.task import DeploySpec, Task
-from oarkit.core.errors import ConfigError, OarkitError
-from oarkit.core.export.source import ExportSource
+from oarkit.core.errors import OarkitError
+from oarkit.core.export.source import ExportSource, TrainedModel, resolve_export_source
 from oarkit.nlp.data.module import TextDataModule
 from oarkit.nlp.deploy import FlatOutputs
 from oarkit.nlp.evaluate import rebuild_data
@@ -124,33 +120,27 @@ def _dataset(root: str, split: str, *, meta: dict[str, Any], config: Any, tokeni
     return data.dataset(split, train=False) if data.has_split(split) else None
 
 
+def _from_model_dir(trained: TrainedModel) -> ExportSource:
+    meta, config = trained.meta, trained.config
+    task_cls = TASKS.get(meta.get("nlp_task", ""))
+    if task_cls is None:
+        raise OarkitError(f"{trained.folder}/meta.json names no text task (nlp_task={meta.get('nlp_task')!r})")
+    task = trained.task(TransformerTask, task_cls)
+    tokenizer = tokenizer_from_spec(meta["preprocessing"]["tokenizer"])
+    task.attach(tokenizer, labels=meta.get("labels", []), preprocessing=meta.get("preprocessing", {}),
+                data_meta={k: meta[k] for k in ("pair", "prompt_lang", "schema") if k in meta})
+    return ExportSource(task=PositionalTextTask(task), model=trained.model, origin=str(trained.folder),
+                        output_dir=trained.output_dir, meta=meta, data_root=trained.data_config().get("root"),
+                        dataset=functools.partial(_dataset, meta=meta, config=config, tokenizer=tokenizer),
+                        calibration_split="train", validation_split="val")
+
+
 def export_source(source: str | Path, *, pretrained: bool | str = True) -> ExportSource:
     """A text run or model directory, ready for :func:`oarkit.core.export.export`.
 
     Args:
         source: ``runs/x`` (its ``best/``), ``runs/x/last`` or a model directory trained with oarkit.
-        pretrained: unused for run directories (their weights are the run's); registry names are not exported
-            from here because a text head without fine-tuned weights and labels has nothing to deploy.
+        pretrained: unused: text models are exported from trained runs only, because a text head without
+            fine-tuned weights and labels has nothing to deploy.
     """
-    path = Path(source)
-    if not path.exists():
-        raise ConfigError(f"{source} is not a run directory; text models are exported from a trained run "
-                          "(tools/train.py -c configs/nlp/...)")
-    if is_export_dir(path):
-        raise OarkitError(f"{path} is already an export; export its run directory instead")
-    folder = find_model_dir(path)
-    model, meta = load_model_dir(folder)
-    task_cls = TASKS.get(meta.get("nlp_task", ""))
-    if task_cls is None:
-        raise OarkitError(f"{folder}/meta.json names no text task (nlp_task={meta.get('nlp_task')!r})")
-    config = OmegaConf.load(folder / CONFIG_FILE) if (folder / CONFIG_FILE).exists() else OmegaConf.create({})
-    task = instantiate(config.task) if "task" in config else task_cls()
-    tokenizer = tokenizer_from_spec(meta["preprocessing"]["tokenizer"])
-    task.attach(tokenizer, labels=meta.get("labels", []), preprocessing=meta.get("preprocessing", {}),
-                data_meta={k: meta[k] for k in ("pair", "prompt_lang", "schema") if k in meta})
-    run = folder.parent if folder.name in ("best", "last") or folder.name.startswith(".") else folder
-    return ExportSource(task=PositionalTextTask(task), model=model, origin=str(folder), output_dir=run / "export",
-                        meta=meta, data_root=str(config.data.root) if "data" in config else None,
-                        dataset=functools.partial(_dataset, meta=meta, config=config, tokenizer=tokenizer),
-                        calibration_split="train",
-                        validation_split="val")
+    return resolve_export_source(source, from_model_dir=_from_model_dir)

@@ -13,9 +13,9 @@ from oarkit.core.export.formats import ExportFormat, get_format, list_formats, p
 from oarkit.core.export.pipeline import Exporter, export
 from oarkit.core.export.prepare import reparameterize
 from oarkit.core.export.report import ExportReport, ExportRow
-from oarkit.core.export.source import ExportSource
+from oarkit.core.export.source import ExportSource, TrainedModel, resolve_export_source
 
 __all__ = [
     "ExportContext", "ExportFormat", "ExportReport", "ExportRow", "ExportSource", "Exporter", "export", "get_format",
-    "list_formats", "parse_formats", "register_format", "reparameterize",
+    "TrainedModel", "list_formats", "parse_formats", "register_format", "reparameterize", "resolve_export_source",
 ]
