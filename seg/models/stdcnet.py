@@ -44,10 +44,10 @@ def _stdc_convs(in_planes: int, out_planes: int, block_num: int, stride: int) ->
     return convs
 
 
-class CatBottleneck(nn.Module):
-    """The STDC block with concatenation (the one both STDC variants use)."""
+class _STDCBlock(nn.Module):
+    """What both STDC blocks share: the convolution chain and, at stride 2, the depthwise down-sampling."""
 
-    def __init__(self, in_planes: int, out_planes: int, block_num: int = 3, stride: int = 1) -> None:
+    def __init__(self, in_planes: int, out_planes: int, block_num: int, stride: int) -> None:
         super().__init__()
         if block_num < 2:
             raise ValueError(f"an STDC block needs block_num > 1, got {block_num}")
@@ -57,8 +57,16 @@ class CatBottleneck(nn.Module):
                 nn.Conv2d(out_planes // 2, out_planes // 2, 3, stride=2, padding=1, groups=out_planes // 2,
                           bias=False),
                 nn.BatchNorm2d(out_planes // 2))
-            self.skip = nn.AvgPool2d(kernel_size=3, stride=2, padding=1)
         self.conv_list = _stdc_convs(in_planes, out_planes, block_num, 1)
+
+
+class CatBottleneck(_STDCBlock):
+    """The STDC block with concatenation (the one both STDC variants use)."""
+
+    def __init__(self, in_planes: int, out_planes: int, block_num: int = 3, stride: int = 1) -> None:
+        super().__init__(in_planes, out_planes, block_num, stride)
+        if stride == 2:
+            self.skip = nn.AvgPool2d(kernel_size=3, stride=2, padding=1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out1 = self.conv_list[0](x)
@@ -72,25 +80,17 @@ class CatBottleneck(nn.Module):
         return torch.cat([out1, *outs], dim=1)
 
 
-class AddBottleneck(nn.Module):
+class AddBottleneck(_STDCBlock):
     """The STDC block with addition (PaddleSeg's ``type="add"``)."""
 
     def __init__(self, in_planes: int, out_planes: int, block_num: int = 3, stride: int = 1) -> None:
-        super().__init__()
-        if block_num < 2:
-            raise ValueError(f"an STDC block needs block_num > 1, got {block_num}")
-        self.stride = stride
+        super().__init__(in_planes, out_planes, block_num, stride)
         if stride == 2:
-            self.avd_layer = nn.Sequential(
-                nn.Conv2d(out_planes // 2, out_planes // 2, 3, stride=2, padding=1, groups=out_planes // 2,
-                          bias=False),
-                nn.BatchNorm2d(out_planes // 2))
             self.skip = nn.Sequential(
                 nn.Conv2d(in_planes, in_planes, 3, stride=2, padding=1, groups=in_planes, bias=False),
                 nn.BatchNorm2d(in_planes),
                 nn.Conv2d(in_planes, out_planes, 1, bias=False),
                 nn.BatchNorm2d(out_planes))
-        self.conv_list = _stdc_convs(in_planes, out_planes, block_num, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         outs, out = [], x
