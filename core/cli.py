@@ -34,6 +34,9 @@ def _setup_environment() -> None:
     logging.basicConfig(level=level, format="%(message)s", stream=sys.stdout)
     for noisy in ("matplotlib", "PIL", "urllib3", "h5py"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # transformers imports torchao when it is installed, and torchao registers enums in a way torch 2.14 warns
+    # about on every start; it is their deprecation, not the user's.
+    logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
 
 
 def _kit_module(source: str) -> Any:
