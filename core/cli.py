@@ -176,14 +176,18 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- zoo-check
 def cmd_zoo_check(args: argparse.Namespace) -> int:
+    from oarkit.core.export import parse_formats
     from oarkit.core.export.zoo import check_models, resolve_names, write_zoo_table
 
     names = resolve_names(args.patterns, sample=args.sample)
     if not names:
         raise OarkitError(f"no model matches {args.patterns}; try 'clas/*'")
-    rows = check_models(names, onnx=not args.no_export)
+    formats = [] if args.no_export else parse_formats(args.formats)
+    rows = check_models(names, formats=formats)
     if args.write:
-        command = "oarkit zoo-check " + " ".join([*args.patterns, *(["--sample"] if args.sample else [])])
+        flags = (["--sample"] if args.sample else []) + ([f"--formats {args.formats}"] if args.formats != "onnx"
+                                                         else []) + (["--no-export"] if args.no_export else [])
+        command = "oarkit zoo-check " + " ".join([*(repr(p) for p in args.patterns), *flags])
         print(f"wrote {write_zoo_table(rows, args.write, command=command)}")
     failed = [r.name for r in rows if not r.ok]
     tail = f"; failing: {', '.join(failed)}" if failed else ""
@@ -322,7 +326,9 @@ def build_parser() -> argparse.ArgumentParser:
                                            "and parity; write the support table")
     p.add_argument("patterns", nargs="*", default=["clas/*"], help="fnmatch patterns (default: 'clas/*')")
     p.add_argument("--sample", action="store_true", help="one model of every family")
-    p.add_argument("--no-export", action="store_true", help="skip the ONNX export and parity steps")
+    p.add_argument("--formats", default="onnx", help="export formats to export and verify: onnx,pt2,openvino,"
+                                                     "executorch or all (default: onnx)")
+    p.add_argument("--no-export", action="store_true", help="build, forward and backward only")
     p.add_argument("--write", metavar="PATH", help="write the Markdown table here, e.g. docs/model_zoo.md")
     p.set_defaults(func=cmd_zoo_check)
 
