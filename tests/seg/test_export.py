@@ -8,22 +8,12 @@ import pytest
 import torch
 from PIL import Image
 
-from oarkit.core import list_models, model_info
 from oarkit.core.deploy import DeployedModel, read_manifest
 from oarkit.core.export import export
+from oarkit.core.export.zoo import sample_names
 from oarkit.seg import Segmenter, export_source
 
 pytest.importorskip("onnxruntime")
-
-
-def _families_first() -> list[str]:
-    seen, out = set(), []
-    for name in list_models("seg/*"):
-        card = model_info(name)
-        if card.family not in seen and "large" not in card.tags:
-            seen.add(card.family)
-            out.append(name)
-    return out
 
 
 @pytest.mark.slow
@@ -65,8 +55,7 @@ def test_trained_run_exports_and_predicts(tmp_path, shapes_root):
     np.testing.assert_allclose(eager.scores, deployed.scores, atol=1e-4)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", _families_first())
+@pytest.mark.parametrize("name", sample_names("seg/*"))
 def test_every_family_exports_to_onnx(tmp_path, name):
     source = export_source(name, pretrained=False)
     report = export(source, "onnx", output_dir=tmp_path, example_inputs=(torch.randn(1, 3, 64, 64),))
