@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ from oarkit.clas.losses import CrossEntropyLoss, SoftTargetCrossEntropy
 from oarkit.clas.metrics import ClassificationMetric
 from oarkit.core.engine.task import DeploySpec, Task
 from oarkit.core.errors import ConfigError
-from oarkit.core.registry import create_model, model_info
+from oarkit.core.registry import factory_name, model_factory, model_info
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +56,7 @@ class ClassificationTask(Task):
                  cutmix_alpha: float = 0.0, mix_prob: float = 1.0, topk: Sequence[int] = (1, 5)) -> None:
         if not 0.0 <= label_smoothing < 1.0:
             raise ConfigError(f"task.label_smoothing must lie in [0, 1), got {label_smoothing}")
-        self.model_factory = (functools.partial(create_model, model, pretrained=pretrained)
-                              if isinstance(model, str) else model)
+        self.model_factory = model_factory(model, pretrained=pretrained)
         self.label_smoothing = label_smoothing
         self.mix_settings = {"mixup_alpha": mixup_alpha, "cutmix_alpha": cutmix_alpha, "prob": mix_prob}
         self.topk = tuple(int(k) for k in topk)
@@ -69,10 +67,7 @@ class ClassificationTask(Task):
     @property
     def model_name(self) -> str | None:
         """The registry name behind the model factory, when there is one."""
-        factory = self.model_factory
-        if isinstance(factory, functools.partial):
-            return factory.keywords.get("name") or (factory.args[0] if factory.args else None)
-        return None
+        return factory_name(self.model_factory)
 
     def setup(self, data: ClassificationData) -> nn.Module:
         name = self.model_name

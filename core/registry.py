@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -220,3 +221,17 @@ def create_model(name: str, *, pretrained: bool | str = False, num_classes: int 
     model.oarkit_name = name
     model.oarkit_kwargs = {"num_classes": classes, **kwargs}
     return model
+
+
+def model_factory(model: str | Callable[..., nn.Module], *, pretrained: bool | str = False
+                  ) -> Callable[..., nn.Module]:
+    """What a task builds its model with: a registry name becomes ``create_model(name, pretrained=...)``
+    waiting for ``num_classes``; a callable (a config's ``_partial_`` ``create_model``, a class) is kept."""
+    return functools.partial(create_model, model, pretrained=pretrained) if isinstance(model, str) else model
+
+
+def factory_name(factory: Callable[..., nn.Module]) -> str | None:
+    """The registry name behind a model factory, when it is a ``create_model`` partial."""
+    if isinstance(factory, functools.partial):
+        return factory.keywords.get("name") or (factory.args[0] if factory.args else None)
+    return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -13,7 +12,7 @@ from torch import nn
 
 from oarkit.core.engine.task import DeploySpec, Task
 from oarkit.core.errors import ConfigError
-from oarkit.core.registry import create_model, model_info
+from oarkit.core.registry import factory_name, model_factory, model_info
 
 from .data.datasets import pad_collate
 from .data.labels import color_map
@@ -76,8 +75,7 @@ class SegmentationTask(Task):
                  loss_coefs: Sequence[float] | None = None, ignore_index: int = 255, inference_mode: str = "whole",
                  crop_size: Sequence[int] | None = None, stride: Sequence[int] | None = None,
                  scales: Sequence[float] = (1.0,), flip: bool = False) -> None:
-        self.model_factory = (functools.partial(create_model, model, pretrained=pretrained)
-                              if isinstance(model, str) else model)
+        self.model_factory = model_factory(model, pretrained=pretrained)
         self.losses = nn.ModuleList(losses) if losses else None
         self.loss_coefs = None if loss_coefs is None else [float(c) for c in loss_coefs]
         self.ignore_index = int(ignore_index)
@@ -95,10 +93,7 @@ class SegmentationTask(Task):
     @property
     def model_name(self) -> str | None:
         """The registry name behind the model factory, when there is one."""
-        factory = self.model_factory
-        if isinstance(factory, functools.partial):
-            return factory.keywords.get("name") or (factory.args[0] if factory.args else None)
-        return None
+        return factory_name(self.model_factory)
 
     # -- setup ----------------------------------------------------------------------------------------------
     def setup(self, data: SegmentationData) -> nn.Module:

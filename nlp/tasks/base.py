@@ -19,7 +19,7 @@ from torch import nn
 
 from oarkit.core.engine.task import DeploySpec, Task
 from oarkit.core.errors import ConfigError
-from oarkit.core.registry import create_model, model_info
+from oarkit.core.registry import factory_name, model_factory, model_info
 from oarkit.nlp.data.collate import PadCollator, model_inputs
 from oarkit.nlp.data.module import TextDataModule
 from oarkit.nlp.deploy import FlatOutputs
@@ -56,8 +56,7 @@ class TransformerTask(Task):
                  pretrained: bool | str = False, tokenizer: str | None = None, layerwise_lr_decay: float = 1.0) -> None:
         if not 0 < layerwise_lr_decay <= 1:
             raise ConfigError(f"task.layerwise_lr_decay={layerwise_lr_decay} must lie in (0, 1]")
-        self.model_factory = (functools.partial(create_model, model, pretrained=pretrained)
-                              if isinstance(model, str) else model)
+        self.model_factory = model_factory(model, pretrained=pretrained)
         self.tokenizer_source = tokenizer
         self.layerwise_lr_decay = float(layerwise_lr_decay)
         self.tokenizer: Any = None
@@ -75,10 +74,7 @@ class TransformerTask(Task):
     @property
     def model_name(self) -> str | None:
         """The registry name behind the model factory, when there is one."""
-        factory = self.model_factory
-        if isinstance(factory, functools.partial):
-            return factory.keywords.get("name") or (factory.args[0] if factory.args else None)
-        return None
+        return factory_name(self.model_factory)
 
     @property
     def pretrained(self) -> bool | str:
