@@ -48,10 +48,13 @@ def Predictor(source: Any, **kwargs: Any) -> Any:  # noqa: N802  (the kit protoc
     """
     import json
 
+    from oarkit.core.deploy import is_export_dir, read_manifest
     from oarkit.core.engine.checkpoint import find_model_dir
     from oarkit.core.registry import model_info
 
-    if isinstance(source, (str, Path)) and Path(source).exists():
+    if isinstance(source, (str, Path)) and is_export_dir(source):
+        kind = read_manifest(source).preprocessing.get("task", "")
+    elif isinstance(source, (str, Path)) and Path(source).exists():
         kind = json.loads((find_model_dir(Path(source)) / "meta.json").read_text()).get("nlp_task", "")
     else:
         kind = "information_extraction" if model_info(str(source)).task == "information_extraction" \

@@ -1,14 +1,22 @@
-"""Export wrappers: a text model's forward with positional tensor inputs and flat tensor outputs.
+"""Text models across the export boundary, both ways.
 
 transformers models take keyword inputs and return ``ModelOutput`` objects; exporters want positional tensors in,
 tensors out. :class:`FlatOutputs` calls the model with ``input_ids``, ``attention_mask`` and (when the task feeds
-sentence types) ``token_type_ids``, and returns the named output fields, in eval mode.
+sentence types) ``token_type_ids``, and returns the named output fields, in eval mode. :class:`DeployedTextModel`
+is the way back: an export folder called with keywords, returning an object with the named fields, so the text
+predictors run on an artifact exactly as on the eager model.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
+
 import torch
 from torch import nn
+
+from oarkit.core.deploy import DeployedModel
+from oarkit.core.errors import OarkitError
 
 
 class FlatOutputs(nn.Module):
@@ -31,3 +39,30 @@ class FlatOutputs(nn.Module):
         out = self.model(**inputs)
         values = tuple(getattr(out, f) for f in self.fields)
         return values[0] if len(values) == 1 else values
+
+
+class DeployedTextModel(nn.Module):
+    """An exported text graph (ONNX, OpenVINO, ...) called like a transformers model.
+
+    Keyword inputs the graph does not take are dropped (a single-text graph has no ``token_type_ids``: the eager
+    model saw zeros there); the outputs come back as attributes named after the graph's outputs (``logits``, or
+    ``start_logits`` and ``end_logits``).
+
+    Args:
+        folder: an export folder of a text run.
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        super().__init__()
+        self.deployed = DeployedModel(folder)
+        self.manifest = self.deployed.manifest
+        self.input_names = [t.name for t in self.manifest.inputs]
+        self.output_names = [t.name for t in self.manifest.outputs]
+
+    def forward(self, **inputs: torch.Tensor) -> SimpleNamespace:
+        missing = [n for n in self.input_names if n not in inputs]
+        if missing:
+            raise OarkitError(f"{self.deployed.folder} needs the inputs {self.input_names}; {missing} not given")
+        outs = self.deployed(*(inputs[n] for n in self.input_names))
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        return SimpleNamespace(**dict(zip(self.output_names, outs, strict=True)))

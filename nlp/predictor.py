@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from oarkit.core.deploy import is_export_dir
 from oarkit.core.engine.checkpoint import find_model_dir, load_model_dir
 from oarkit.core.errors import ConfigError, DataError
 from oarkit.core.registry import create_model, model_info
@@ -25,6 +26,7 @@ from oarkit.nlp.data.collate import PadCollator, WindowCollator, model_inputs
 from oarkit.nlp.data.examples import QAExample
 from oarkit.nlp.data.features import encode_qa
 from oarkit.nlp.decoding import best_answer, bio_spans
+from oarkit.nlp.deploy import DeployedTextModel
 from oarkit.nlp.metrics import logits_of
 from oarkit.nlp.tokenizer import load_tokenizer, tokenizer_from_spec
 
@@ -35,10 +37,11 @@ _WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_]+|\S", re.U
 
 def load_text_model(source: str | Path | nn.Module, *, tokenizer: Any = None, head: str | None = None,
                     pretrained: bool | str = True, num_classes: int | None = None) -> tuple[nn.Module, Any, dict]:
-    """``(model, tokenizer, meta)`` from a run / model directory, a registry name or a module.
+    """``(model, tokenizer, meta)`` from a run / model directory, an export folder, a registry name or a module.
 
     Args:
-        source: a run or model directory, a registry name or an ``nn.Module``.
+        source: a run or model directory, an export folder (``runs/x/export/onnx``), a registry name or an
+            ``nn.Module``.
         tokenizer: a tokenizer object or path (default: the run's meta.json, or the weights' own).
         head: for a registry name: the task head to build.
         pretrained: for a registry name: ``True`` (registered weights) or a local directory / file.
@@ -47,6 +50,9 @@ def load_text_model(source: str | Path | nn.Module, *, tokenizer: Any = None, he
     meta: dict[str, Any] = {}
     if isinstance(source, nn.Module):
         model = source
+    elif is_export_dir(source):  # an exported artifact, run on its runtime with the tokenizer deploy.yaml records
+        model = DeployedTextModel(source)
+        meta = {**model.manifest.meta(), "nlp_task": model.manifest.preprocessing.get("task")}
     elif Path(source).exists():
         model, meta = load_model_dir(find_model_dir(Path(source)))
         if meta.get("task") != "nlp":
@@ -165,7 +171,7 @@ class TextClassifier(_TextPredictor):
         [r.to_dict() for r in clf(["play some jazz", ("is it raining", "in paris")])]
 
     Args:
-        source: a run or model directory, a registry name or an ``nn.Module``.
+        source: a run or model directory, an export folder, a registry name or an ``nn.Module``.
         tokenizer: the tokenizer (default: the one recorded in the run directory).
         labels: label names (default: the run's).
         max_length: longest input in tokens; longer texts are truncated.

@@ -161,3 +161,20 @@ def test_module_sources_need_a_tokenizer(text_run, tiny_tokenizer) -> None:
         TextClassifier(text_run.eval_model)
     clf = TextClassifier(text_run.eval_model, tokenizer=str(tiny_tokenizer), labels=text_run.task.labels)
     assert clf("hello sam").label in text_run.task.labels
+
+
+def test_text_classifier_on_an_onnx_export_matches_the_run(text_run, tmp_path) -> None:
+    """An export folder is a predictor source like a run directory: same tokenizer, labels and results."""
+    from oarkit.core.cli import main
+    from oarkit.core.export import export
+    from oarkit.nlp import export_source
+
+    report = export(export_source(text_run.output_dir), "onnx", output_dir=tmp_path, verify=False)
+    assert report.ok, report.table()
+    texts = ["play some jazz", "wake me up at 7", "translate thank you into french"]
+    eager, deployed = TextClassifier(text_run.output_dir, topk=2), Predictor(tmp_path / "onnx", topk=2)
+    assert isinstance(deployed, TextClassifier) and deployed.labels == eager.labels
+    for a, b in zip(eager(texts), deployed(texts), strict=True):
+        assert a.labels == b.labels
+        assert a.scores == pytest.approx(b.scores, abs=1e-4)
+    assert main(["predict", str(tmp_path / "onnx"), "play some jazz"]) == 0
