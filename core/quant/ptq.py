@@ -19,9 +19,56 @@ logger = logging.getLogger(__name__)
 CALIBRATION_METHODS = ("minmax", "percentile", "entropy")
 
 
+def float_stem_nodes(model: Any, *, max_channels: int = 4) -> list[str]:
+    """Names of the convolutions that read a graph input with at most ``max_channels`` channels (the stem).
+
+    A stem convolution over an RGB image gains nothing from int8 on onnxruntime: its int8 kernel is slower
+    than the fused float one there (3 input channels leave the int8 GEMM nothing to vectorise), and keeping it
+    float also keeps the input image unquantized.
+    """
+    from onnx import numpy_helper
+
+    inputs = {i.name for i in model.graph.input}
+    weights = {i.name: i for i in model.graph.initializer}
+    names = []
+    for node in model.graph.node:
+        if node.op_type != "Conv" or node.input[0] not in inputs or node.input[1] not in weights:
+            continue
+        groups = next((a.i for a in node.attribute if a.name == "group"), 1)
+        if numpy_helper.to_array(weights[node.input[1]]).shape[1] * groups <= max_channels:
+            names.append(node.name)
+    return names
+
+
+def _preprocessed(source: Path, folder: Path) -> Path:
+    """onnxruntime's quantization pre-processing of ``source``: ONNX shape inference, basic graph optimisation.
+
+    Its symbolic shape inference is left out: quantization does not need it, it fails on attention graphs, and
+    when it fails it leaves ``sym_shape_infer_temp.onnx`` and its data files in the working directory.
+    """
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    out = folder / "preprocessed.onnx"
+    quant_pre_process(str(source), str(out), skip_symbolic_shape=True)
+    return out
+
+
+def _name_nodes(model: Any) -> None:
+    """Give every unnamed node a unique name (onnxruntime's quantizer excludes nodes by name)."""
+    taken = {n.name for n in model.graph.node if n.name}
+    for i, node in enumerate(model.graph.node):
+        if not node.name:
+            name = f"{node.op_type}_{i}"
+            while name in taken:
+                name += "_"
+            node.name = name
+            taken.add(name)
+
+
 def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: Iterable[Sequence[np.ndarray]],
                          *, input_names: Sequence[str], per_channel: bool = True,
                          calibration_method: str = "percentile", percentile: float = 99.99,
+                         float_stem: bool = True, nodes_to_exclude: Sequence[str] = (),
                          preprocess: bool = True) -> Path:
     """Quantize a float ONNX model to QDQ int8: uint8 activations, int8 weights (per channel by default).
 
@@ -37,11 +84,17 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
         calibration_method: ``percentile`` (ranges cover ``percentile`` % of the calibration activations;
             the default, most accurate on the digits demo), ``minmax`` or ``entropy``.
         percentile: the share of activations the ``percentile`` ranges keep (99.99 clips rare outliers).
+        float_stem: keep the first convolution over an image input in float (see :func:`float_stem_nodes`):
+            faster on onnxruntime and one quantization step fewer.
+        nodes_to_exclude: more node names to keep in float (names after onnxruntime's pre-processing, which
+            names unnamed nodes ``<OpType>_<index>``).
         preprocess: run onnxruntime's shape inference and graph optimisation first (recommended).
 
     Returns:
         ``int8_path``.
     """
+    import onnx
+
     quantization = require("onnxruntime.quantization", purpose="int8 post-training quantization of ONNX models")
     if calibration_method not in CALIBRATION_METHODS:
         raise ConfigError(f"calibration_method={calibration_method!r}; choose one of {list(CALIBRATION_METHODS)}")
@@ -66,18 +119,22 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
               "entropy": quantization.CalibrationMethod.Entropy}[calibration_method]
     int8_path = Path(int8_path)
     with tempfile.TemporaryDirectory(prefix="oarkit-ptq-") as tmp, quiet_loggers("onnxruntime"):
-        source = Path(fp32_path)
-        if preprocess:
-            from onnxruntime.quantization.shape_inference import quant_pre_process
+        source = _preprocessed(Path(fp32_path), Path(tmp)) if preprocess else Path(fp32_path)
+        model = onnx.load(str(source))
+        _name_nodes(model)
+        excluded = [*(float_stem_nodes(model) if float_stem else []), *nodes_to_exclude]
+        unknown = sorted(set(nodes_to_exclude) - {n.name for n in model.graph.node})
+        if unknown:
+            raise ConfigError(f"nodes_to_exclude names {unknown}, which the graph does not have; node names are "
+                              f"e.g. {[n.name for n in model.graph.node][:5]}")
+        named = Path(tmp) / "named.onnx"
+        onnx.save(model, str(named))
 
-            prepared = Path(tmp) / "preprocessed.onnx"
-            quant_pre_process(str(source), str(prepared), skip_symbolic_shape=False)
-            source = prepared
         def run(calibrate_method: Any) -> None:
             quantization.quantize_static(
-                str(source), str(int8_path), Reader(), quant_format=quantization.QuantFormat.QDQ,
+                str(named), str(int8_path), Reader(), quant_format=quantization.QuantFormat.QDQ,
                 activation_type=quantization.QuantType.QUInt8, weight_type=quantization.QuantType.QInt8,
-                per_channel=per_channel, calibrate_method=calibrate_method,
+                per_channel=per_channel, calibrate_method=calibrate_method, nodes_to_exclude=excluded,
                 extra_options={"WeightSymmetric": True, "CalibPercentile": float(percentile)},
                 calibration_providers=["CPUExecutionProvider"],
             )
@@ -89,6 +146,44 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
                 raise
             logger.warning("%s calibration failed (%s); falling back to minmax ranges", calibration_method, err)
             run(quantization.CalibrationMethod.MinMax)
-    logger.info("int8 (QDQ, u8 activations / s8 weights) model written to %s from %d calibration batches",
-                int8_path, len(feeds))
+    logger.info("int8 (QDQ, u8 activations / s8 weights) model written to %s from %d calibration batches%s",
+                int8_path, len(feeds), f"; float: {', '.join(excluded)}" if excluded else "")
+    return int8_path
+
+
+#: the ops dynamic quantization rewrites by default: the Linear layers of transformer graphs (MatMul with a
+#: constant weight; ``Gemm`` is left in float, onnxruntime has no dynamic int8 Gemm) and embedding lookups
+DYNAMIC_OP_TYPES = ("MatMul", "Gather")
+
+
+def quantize_onnx_dynamic(fp32_path: str | Path, int8_path: str | Path, *, per_channel: bool = True,
+                          op_types: Sequence[str] = DYNAMIC_OP_TYPES, preprocess: bool = True) -> Path:
+    """Quantize a float ONNX model's weights to int8; activations are quantized at run time, per batch.
+
+    No calibration is needed: each ``MatMul`` becomes ``DynamicQuantizeLinear`` + ``MatMulInteger`` (fused by
+    onnxruntime into ``DynamicQuantizeMatMul``), which suits Linear-heavy transformer graphs. For convolutional
+    networks use :func:`quantize_onnx_static`: dynamic int8 convolutions are slower than fp32 on x86.
+
+    Args:
+        fp32_path: the float model.
+        int8_path: where the quantized model is written.
+        per_channel: one weight scale per output column (more accurate, same speed).
+        op_types: the op types to quantize (``MatMul`` weights, ``Gather`` embedding tables, ...).
+        preprocess: run onnxruntime's shape inference and graph optimisation first (recommended).
+
+    Returns:
+        ``int8_path``.
+    """
+    quantization = require("onnxruntime.quantization", purpose="int8 dynamic quantization of ONNX models")
+    unknown = sorted(set(op_types) - set(quantization.registry.IntegerOpsRegistry))
+    if unknown:
+        raise ConfigError(f"op_types={list(op_types)}: onnxruntime cannot quantize {unknown} dynamically; choose from "
+                          f"{sorted(quantization.registry.IntegerOpsRegistry)}")
+    int8_path = Path(int8_path)
+    with tempfile.TemporaryDirectory(prefix="oarkit-dq-") as tmp, quiet_loggers("onnxruntime"):
+        source = _preprocessed(Path(fp32_path), Path(tmp)) if preprocess else Path(fp32_path)
+        quantization.quantize_dynamic(str(source), str(int8_path), op_types_to_quantize=list(op_types),
+                                      per_channel=per_channel, weight_type=quantization.QuantType.QInt8,
+                                      extra_options={"MatMulConstBOnly": True})
+    logger.info("dynamic int8 model (s8 weights of %s) written to %s", "/".join(op_types), int8_path)
     return int8_path

@@ -53,10 +53,11 @@ class QATTask(Task):
     Args:
         task: the kit's task.
         checkpoint: the float run (or model directory) to fine-tune from.
-        backend: the quantizer, ``x86`` (uint8 activations, int8 per-channel weights) or ``xnnpack``.
+        backend: the quantizer (see :mod:`oarkit.core.quant.pt2e`): ``onnxruntime`` (uint8 activations, int8
+            per-channel weights, every convolution an int8 kernel in onnxruntime), ``x86`` or ``xnnpack``.
     """
 
-    def __init__(self, task: Task, *, checkpoint: str | Path, backend: str = "x86") -> None:
+    def __init__(self, task: Task, *, checkpoint: str | Path, backend: str = "onnxruntime") -> None:
         if backend not in pt2e.BACKENDS:
             raise ConfigError(f"quant.backend={backend!r} is not one of {list(pt2e.BACKENDS)}")
         self.inner = task
@@ -89,7 +90,8 @@ class QATTask(Task):
         return self.inner.training_step(model, batch)
 
     def validation_step(self, model: nn.Module, batch: Any) -> Any:
-        return self.inner.validation_step(model, batch)
+        with pt2e.observers_paused(model):  # validation images must not move the learned ranges
+            return self.inner.validation_step(model, batch)
 
     def build_metric(self) -> Metric:
         return self.inner.build_metric()
@@ -106,14 +108,14 @@ class QATTask(Task):
     @property
     def scheme(self) -> dict[str, Any]:
         return {"method": "qat", "tool": f"torchao PT2E ({self.backend} quantizer)", "backend": self.backend,
-                "activations": "uint8" if self.backend == "x86" else "int8", "weights": "int8", "per_channel": True,
+                "activations": "int8" if self.backend == "xnnpack" else "uint8", "weights": "int8", "per_channel": True,
                 "checkpoint": str(self.checkpoint)}
 
     def deploy_spec(self, model: nn.Module) -> DeploySpec:
         """Convert a trained prepared graph to int8 and describe it for export (``model`` is consumed)."""
         if self.float_model is None:
             raise ConfigError("QATTask.deploy_spec() needs setup() first (it reads labels and preprocessing)")
-        converted = pt2e.convert(model)
+        converted = pt2e.convert(model, int32_bias=self.backend == "onnxruntime")
         converted.oarkit_quantization = self.scheme
         converted.oarkit_name = getattr(model, "oarkit_name", None)
         inner = self.inner.deploy_spec(self.float_model)
@@ -193,8 +195,9 @@ class QuantizationAwareTraining:
 
     Args:
         checkpoint: the float run directory (or its ``best/``) to start from.
-        backend: ``x86`` (uint8 activations, int8 per-channel weights: fast on onnxruntime and OpenVINO) or
-            ``xnnpack`` (int8 activations, for ExecuTorch on ARM).
+        backend: ``onnxruntime`` (uint8 activations, int8 per-channel weights, each convolution's output quantized:
+            the graph onnxruntime runs with int8 kernels), ``x86`` (torchao's inductor scheme, for ``pt2`` under
+            ``torch.compile``) or ``xnnpack`` (int8 activations, for ExecuTorch on ARM).
         export: formats the converted int8 model is exported to at the end (``onnx``, ``executorch``, ``pt2``,
             ``openvino``); folders get an ``_int8`` suffix. ``None``: ONNX, plus ``.pte`` for the xnnpack
             backend where executorch is installed (XNNPACK does not run the x86 scheme's uint8 activations).
@@ -202,7 +205,7 @@ class QuantizationAwareTraining:
         verify: verify every exported artifact.
     """
 
-    def __init__(self, *, checkpoint: str, backend: str = "x86", export: Sequence[str] | None = None,
+    def __init__(self, *, checkpoint: str, backend: str = "onnxruntime", export: Sequence[str] | None = None,
                  freeze_observers_epoch: int | None = None, verify: bool = True) -> None:
         from oarkit.core.export import get_format
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 import yaml
 from torch import nn
+from torch.utils.data import TensorDataset
 
 from oarkit.core import ConfigError, UnknownNameError
 from oarkit.core.deploy import DeployedModel, MissingDependencyError, read_manifest, require
@@ -55,7 +56,9 @@ def test_format_names_expand_and_order() -> None:
     assert parse_formats("all") == [n for n in ("executorch", "onnx", "openvino", "pt2") if n in parse_formats("all")]
     assert parse_formats("openvino") == ["onnx", "openvino"]  # built from the ONNX artifact
     assert parse_formats("onnx,pt2", quantize="int8") == ["onnx", "pt2", "onnx_int8", "pt2_int8"]
-    assert set(list_formats(quantized=True)) == {"onnx_int8", "openvino_int8", "executorch_int8", "pt2_int8"}
+    assert set(list_formats(quantized=True)) == {"onnx_int8", "onnx_int8_dynamic", "openvino_int8", "executorch_int8",
+                                                 "pt2_int8"}
+    assert "onnx_int8_dynamic" not in parse_formats("onnx", quantize="int8")  # asked for by name only
 
 
 def test_unknown_format_and_option_name_the_closest() -> None:
@@ -118,6 +121,136 @@ def test_int8_onnx_calibrates_and_keeps_the_metric(toy, tmp_path) -> None:
 
     ops = {n.op_type for n in onnx.load(str(tmp_path / "export" / "onnx_int8" / "model.onnx")).graph.node}
     assert {"QuantizeLinear", "DequantizeLinear"} <= ops
+
+
+class ConvNet(nn.Module):
+    """A stem, a depthwise-separable block with HardSwish (as PP-LCNet has), a ReLU block and a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(8), nn.Hardswish(),
+            nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False), nn.BatchNorm2d(8), nn.Hardswish(),
+            nn.Conv2d(8, 16, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.fc = nn.Linear(16, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.features(x))
+
+
+@pytest.fixture(scope="module")
+def images():
+    """Noise images tinted by one of three colours (the class), and a ConvNet fitted to them."""
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(192) % 3
+    x = torch.randn(192, 3, 16, 16, generator=g) + 0.5 * torch.randn(3, 3, generator=g)[y][:, :, None, None]
+    torch.manual_seed(0)
+    net = ConvNet()
+    opt = torch.optim.Adam(net.parameters(), lr=0.02)
+    for _ in range(30):
+        loss = nn.functional.cross_entropy(net(x[:128]), y[:128])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return x, y, net.eval()
+
+
+def _image_source(toy, images, model: nn.Module, folder) -> ExportSource:
+    x, y, _ = images
+
+    class ImageTask(toy.ToyTask):
+        def deploy_spec(self, model: nn.Module) -> DeploySpec:
+            return DeploySpec(module=model, example_inputs=(x[:1],), input_names=["x"], output_names=["logits"],
+                              dynamic_axes={"x": {0: "batch"}}, preprocessing={"kind": "none"}, labels=["a", "b", "c"])
+
+    splits = {"train": TensorDataset(x[:128], y[:128]), "val": TensorDataset(x[128:], y[128:])}
+    return ExportSource(task=ImageTask(), model=model, origin="images", output_dir=folder, meta={},
+                        data_root=str(folder), dataset=lambda root, split: splits[split])
+
+
+def _ort_ops(path, *, optimized: bool = True) -> list[str]:
+    """The op types onnxruntime runs for ``path`` (after its graph optimisations when ``optimized``)."""
+    import onnx
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(path) + ".ort.onnx"
+    if not optimized:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
+
+
+def test_int8_onnx_keeps_the_stem_float_and_runs_int8_convolutions(toy, images, tmp_path) -> None:
+    report = export(_image_source(toy, images, images[2], tmp_path), "onnx", quantize="int8")
+    assert report.row("onnx_int8").status == "pass", report.table()
+    ops = _ort_ops(tmp_path / "onnx_int8" / "model.onnx")
+    # the RGB stem stays a float convolution, the two others run as onnxruntime's int8 QLinearConv
+    assert ops.count("Conv") == 1 and ops.count("QLinearConv") == 2 and "QGemm" in ops
+    assert read_manifest(tmp_path / "onnx_int8").quantization["float_stem"] is True
+    report = export(_image_source(toy, images, images[2], tmp_path / "all"), "onnx_int8", verify=False,
+                    options={"onnx_int8": {"float_stem": False}})
+    assert _ort_ops(tmp_path / "all" / "onnx_int8" / "model.onnx").count("QLinearConv") == 3
+    with pytest.raises(ConfigError, match="nodes_to_exclude"):
+        from oarkit.core.quant import quantize_onnx_static
+
+        quantize_onnx_static(tmp_path / "onnx" / "model.onnx", tmp_path / "x.onnx", [[images[0][:8].numpy()]],
+                             input_names=["x"], nodes_to_exclude=["no_such_node"])
+
+
+def test_qat_int8_onnx_computes_what_the_converted_module_computes(toy, images, tmp_path) -> None:
+    """The chain fake-quantized model -> converted module -> ONNX artifact on onnxruntime, link by link."""
+    import copy
+
+    from oarkit.core.quant import pt2e
+
+    x, y, net = images
+    prepared = pt2e.prepare_qat(copy.deepcopy(net), (x[:2],), ({0: torch.export.Dim("batch", min=1)},))
+    opt = torch.optim.SGD(prepared.parameters(), lr=0.01)
+    for step in range(8):  # enough to move weights, ranges and BatchNorm statistics away from the float model
+        batch = slice(16 * step, 16 * step + 64)
+        loss = nn.functional.cross_entropy(prepared(x[batch]), y[batch])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    prepared.eval()
+    fresh = torch.randn(256, 3, 16, 16, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad(), pt2e.observers_paused(prepared):
+        fake_quant = prepared(fresh)
+        scales = [m.scale.clone() for m in prepared.modules() if hasattr(m, "observer_enabled")]
+        prepared(fresh)  # paused: a second pass leaves every range as it was
+    assert all(torch.equal(a, m.scale) for a, m in zip(scales, (m for m in prepared.modules()
+                                                               if hasattr(m, "observer_enabled"))))
+    span = float(fake_quant.abs().max())
+    # 1. Conversion keeps the scales the fake-quants trained with: the converted module is the trained model.
+    #    (torchao's convert recomputed weight scales with another formula: ~97 % of these logits moved.)
+    converted = pt2e.convert(prepared)  # one conversion: torchao re-traces ~100 conv-bn patterns each time
+    with torch.no_grad():
+        assert float((converted(fresh) - fake_quant).abs().max()) <= 1e-5 * span
+    # 2. The ONNX artifact runs int8 kernels for every convolution ...
+    assert pt2e.round_biases_to_int32(converted) == 4  # what convert(..., int32_bias=True) does: 3 convs, 1 linear
+    converted.oarkit_quantization = {"method": "qat", "activations": "uint8", "weights": "int8"}
+    report = export(_image_source(toy, images, converted, tmp_path), "onnx", verify=False)
+    assert report.row("onnx_int8").status == "unverified", report.table()
+    model = tmp_path / "onnx_int8" / "model.onnx"
+    ops = _ort_ops(model)
+    assert ops.count("QLinearConv") == 3 and "Conv" not in ops
+    # ... whose integer arithmetic is exactly the QDQ graph's (biases on the int32 grid, weights in [-127, 127]:
+    # with a float bias or a -128 weight, QLinearConv rounds differently and the error compounds layer by layer)
+    import onnxruntime as ort
+
+    plain = ort.SessionOptions()
+    plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    reference = ort.InferenceSession(str(model), plain, providers=["CPUExecutionProvider"]).run(None, {
+        "x": fresh.numpy()})[0]
+    deployed = DeployedModel(tmp_path / "onnx_int8")(fresh)
+    np.testing.assert_array_equal(deployed.numpy(), reference)
+    # 3. ... and agrees with the converted module up to float summation order deciding rare rounding ties
+    #    (tolerance: 2 % of the logit range, the same class everywhere).
+    with torch.no_grad():
+        expected = converted(fresh)
+    assert float((deployed - expected).abs().max()) <= 0.02 * span
+    assert torch.equal(deployed.argmax(1), expected.argmax(1))
 
 
 def test_a_failing_format_is_a_row_and_the_others_continue(toy, tmp_path, monkeypatch) -> None:

@@ -7,6 +7,7 @@
 | openvino | model.xml + model.bin (f32 weights) | openvino | the onnx artifact |
 | executorch | model.pte (XNNPACK delegate) | executorch | torch.export |
 | onnx_int8 | model.onnx (QDQ, u8 activations, s8 weights) | onnxruntime | onnx, onnxruntime static PTQ |
+| onnx_int8_dynamic | model.onnx (s8 weights, activations quantized at run time) | onnxruntime | onnx, dynamic |
 | openvino_int8 | model.xml + model.bin | openvino | onnx_int8 |
 | executorch_int8 | model.pte (XNNPACK int8) | executorch | torchao PT2E PTQ, XNNPACKQuantizer |
 | pt2_int8 | model.pt2 (q/dq ops) | torch | torchao PT2E PTQ, X86InductorQuantizer |

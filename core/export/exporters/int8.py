@@ -1,8 +1,10 @@
-"""int8 variants of the float formats, calibrated on training images (post-training quantization).
+"""int8 variants of the float formats (post-training quantization).
 
-``onnx_int8`` is onnxruntime's static QDQ quantization of the ONNX artifact; ``openvino_int8`` converts that
-QDQ graph to IR (OpenVINO runs it with int8 kernels); ``executorch_int8`` and ``pt2_int8`` use torchao's PT2E
-flow with the XNNPACK and X86 quantizers.
+``onnx_int8`` is onnxruntime's static QDQ quantization of the ONNX artifact, calibrated on training images;
+``openvino_int8`` converts that QDQ graph to IR (OpenVINO runs it with int8 kernels); ``executorch_int8`` and
+``pt2_int8`` use torchao's PT2E flow with the XNNPACK and X86 quantizers. ``onnx_int8_dynamic`` quantizes only
+the weights ahead of time (activations per batch at run time, no calibration): the int8 format for transformer
+graphs, whose time goes into Linear layers.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from oarkit.core.export.exporters.onnx import embed_metadata
 from oarkit.core.export.exporters.openvino import convert_onnx_to_ir
 from oarkit.core.export.formats import INT8_ATOL_REL, INT8_METRIC_TOLERANCE, ExportFormat, register_format
 from oarkit.core.quant import pt2e
-from oarkit.core.quant.ptq import quantize_onnx_static
+from oarkit.core.quant.ptq import DYNAMIC_OP_TYPES, quantize_onnx_dynamic, quantize_onnx_static
 
 
 def export_onnx_int8(ctx: ExportContext) -> str:
@@ -26,13 +28,26 @@ def export_onnx_int8(ctx: ExportContext) -> str:
     quantize_onnx_static(ctx.artifacts["onnx"] / "model.onnx", path,
                          ([x.numpy() for x in batch] for batch in batches), input_names=ctx.spec.input_names,
                          per_channel=ctx.options["per_channel"], calibration_method=ctx.options["calibration_method"],
-                         percentile=ctx.options["percentile"])
+                         percentile=ctx.options["percentile"], float_stem=ctx.options["float_stem"],
+                         nodes_to_exclude=list(ctx.options["nodes_to_exclude"]))
     embed_metadata(str(path), ctx.metadata)
     ctx.quantization = {"method": "ptq", "tool": "onnxruntime.quantize_static", "form": "QDQ",
                         "activations": "uint8", "weights": "int8", "per_channel": ctx.options["per_channel"],
                         "calibration_method": ctx.options["calibration_method"],
-                        "percentile": ctx.options["percentile"],
+                        "percentile": ctx.options["percentile"], "float_stem": ctx.options["float_stem"],
                         "calibration_samples": sum(int(b[0].shape[0]) for b in batches)}
+    return path.name
+
+
+def export_onnx_int8_dynamic(ctx: ExportContext) -> str:
+    path = ctx.folder / "model.onnx"
+    op_types = list(ctx.options["op_types"])
+    quantize_onnx_dynamic(ctx.artifacts["onnx"] / "model.onnx", path, per_channel=ctx.options["per_channel"],
+                          op_types=op_types)
+    embed_metadata(str(path), ctx.metadata)
+    ctx.quantization = {"method": "ptq", "tool": "onnxruntime.quantize_dynamic", "form": "QOperator",
+                        "activations": "uint8 (dynamic, per batch)", "weights": "int8",
+                        "per_channel": ctx.options["per_channel"], "op_types": op_types}
     return path.name
 
 
@@ -65,13 +80,20 @@ def export_pt2_int8(ctx: ExportContext) -> str:
     return path.name
 
 
-_PTQ_OPTIONS = {"per_channel": True, "calibration_method": "percentile", "percentile": 99.99}
+_PTQ_OPTIONS = {"per_channel": True, "calibration_method": "percentile", "percentile": 99.99, "float_stem": True,
+                "nodes_to_exclude": []}
 
 register_format(ExportFormat(
     name="onnx_int8", artifact="model.onnx", runtime="onnxruntime", exporter=export_onnx_int8,
     description="ONNX int8 (onnxruntime static QDQ: uint8 activations, int8 per-channel weights)",
     requires=("onnx", "onnxruntime"), options=dict(_PTQ_OPTIONS), after="onnx", quantized=True,
     atol_rel=INT8_ATOL_REL, metric_tolerance=INT8_METRIC_TOLERANCE,
+))
+register_format(ExportFormat(
+    name="onnx_int8_dynamic", artifact="model.onnx", runtime="onnxruntime", exporter=export_onnx_int8_dynamic,
+    description="ONNX int8 weights, activations quantized at run time (onnxruntime dynamic; for transformers)",
+    requires=("onnx", "onnxruntime"), options={"per_channel": True, "op_types": list(DYNAMIC_OP_TYPES)},
+    after="onnx", quantized=True, atol_rel=INT8_ATOL_REL, metric_tolerance=INT8_METRIC_TOLERANCE,
 ))
 register_format(ExportFormat(
     name="openvino_int8", artifact="model.xml", runtime="openvino", exporter=export_openvino_int8,
