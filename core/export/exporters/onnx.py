@@ -16,9 +16,16 @@ logger = logging.getLogger(__name__)
 
 
 def embed_metadata(path: str, metadata: dict[str, str]) -> None:
-    """Write ``metadata`` into the ONNX file's ``metadata_props`` (readable by any ONNX tool)."""
+    """Write ``metadata`` into the ONNX file's ``metadata_props`` (readable by any ONNX tool), and drop the
+    exporter's per-node debug records (Python stack traces with the exporting machine's paths, module scopes):
+    they are a tenth of a small model's file and say nothing a deployment needs."""
     onnx = require("onnx", purpose="writing ONNX metadata")
     model = onnx.load(path)
+    for node in model.graph.node:
+        del node.metadata_props[:]
+        node.doc_string = ""
+    for info in model.graph.value_info:
+        del info.metadata_props[:]
     existing = {p.key: p for p in model.metadata_props}
     for key, value in metadata.items():
         if key in existing:
