@@ -262,15 +262,16 @@ def cmd_summary(args: argparse.Namespace) -> int:
         if (run / name).exists():
             values[name] = str(run / name)
     if args.started is not None:
-        values["wall time (s)"] = round(time.time() - args.started, 1)
+        values["wall time"] = f"{time.time() - args.started:.0f} s"
     _print_block("summary", values)
     return 0
 
 
 def _print_block(title: str, values: dict[str, Any]) -> None:
     print(f"\n== {title} ==")
+    width = max([18, *(len(k) + 1 for k in values)])
     for k, v in values.items():
-        print(f"  {k:<18} {v:.4f}" if isinstance(v, float) else f"  {k:<18} {v}")
+        print(f"  {k:<{width}} {v:.4f}" if isinstance(v, float) else f"  {k:<{width}} {v}")
 
 
 def build_parser() -> argparse.ArgumentParser:

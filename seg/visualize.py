@@ -61,5 +61,5 @@ def plot_segmentation(image: np.ndarray, label_map: np.ndarray, labels: Sequence
 def save_figure(fig: Any, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, bbox_inches="tight", pad_inches=0.1)  # titles and legend never clipped
     return path

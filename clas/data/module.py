@@ -198,8 +198,6 @@ class ClassificationData(DataModule):
 
         Call before the datasets are built (the transforms are fixed then).
         """
-        if self._train is not None or self._val_built:
-            logger.warning("ClassificationData.configure() called after the datasets were built; it has no effect")
         offered = {
             "image_size": input_size,
             "mean": None if mean is None else list(mean),
@@ -207,9 +205,12 @@ class ClassificationData(DataModule):
             "crop_pct": crop_pct,
             "interpolation": interpolation,
         }
-        for key, value in offered.items():
-            if self.settings[key] is None and value is not None:
-                self.settings[key] = value
+        taken = {k: v for k, v in offered.items() if self.settings[k] is None and v is not None}
+        if taken and (self._train is not None or self._val_built):
+            logger.warning("ClassificationData.configure(%s) came after the datasets were built; it has no effect",
+                           ", ".join(f"{k}={v}" for k, v in taken.items()))
+            return
+        self.settings.update(taken)
 
     def preprocess_spec(self) -> dict[str, Any]:
         """The eval preprocessing (see :func:`~oarkit.clas.data.transforms.preprocess_spec`)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -131,13 +133,15 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
         onnx.save(model, str(named))
 
         def run(calibrate_method: Any) -> None:
-            quantization.quantize_static(
-                str(named), str(int8_path), Reader(), quant_format=quantization.QuantFormat.QDQ,
-                activation_type=quantization.QuantType.QUInt8, weight_type=quantization.QuantType.QInt8,
-                per_channel=per_channel, calibrate_method=calibrate_method, nodes_to_exclude=excluded,
-                extra_options={"WeightSymmetric": True, "CalibPercentile": float(percentile)},
-                calibration_providers=["CPUExecutionProvider"],
-            )
+            # onnxruntime's histogram calibrators print their progress; the exporter reports the outcome
+            with contextlib.redirect_stdout(io.StringIO()):
+                quantization.quantize_static(
+                    str(named), str(int8_path), Reader(), quant_format=quantization.QuantFormat.QDQ,
+                    activation_type=quantization.QuantType.QUInt8, weight_type=quantization.QuantType.QInt8,
+                    per_channel=per_channel, calibrate_method=calibrate_method, nodes_to_exclude=excluded,
+                    extra_options={"WeightSymmetric": True, "CalibPercentile": float(percentile)},
+                    calibration_providers=["CPUExecutionProvider"],
+                )
 
         try:
             run(method)
@@ -146,8 +150,8 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
                 raise
             logger.warning("%s calibration failed (%s); falling back to minmax ranges", calibration_method, err)
             run(quantization.CalibrationMethod.MinMax)
-    logger.info("int8 (QDQ, u8 activations / s8 weights) model written to %s from %d calibration batches%s",
-                int8_path, len(feeds), f"; float: {', '.join(excluded)}" if excluded else "")
+    logger.info("int8 QDQ model (u8 activations, s8 weights, %s calibration over %d batches)%s",
+                calibration_method, len(feeds), f"; kept float: {', '.join(excluded)}" if excluded else "")
     return int8_path
 
 
