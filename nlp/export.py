@@ -38,6 +38,7 @@ class _LastItemMetric(Metric):
     def __init__(self, inner: Metric) -> None:
         self.inner = inner
         self.main_indicator, self.higher_is_better = inner.main_indicator, inner.higher_is_better
+        self.tie_breaker, self.tie_breaker_higher_is_better = inner.tie_breaker, inner.tie_breaker_higher_is_better
         super().__init__()
 
     def reset(self) -> None:

@@ -17,10 +17,16 @@ class Metric(ABC):
     Attributes:
         main_indicator: the key of ``compute()`` that decides the best checkpoint and early stopping.
         higher_is_better: whether a larger main indicator is better.
+        tie_breaker: a second key of ``compute()`` that decides between results equal on the main indicator
+            (a saturated accuracy, say: the later epoch becomes best only if it is better on this one); ``None``:
+            ties keep the earlier result.
+        tie_breaker_higher_is_better: whether a larger tie breaker is better (a loss: no).
     """
 
     main_indicator: str = "loss"
     higher_is_better: bool = True
+    tie_breaker: str | None = None
+    tie_breaker_higher_is_better: bool = False
 
     def __init__(self) -> None:
         self.state: dict[str, torch.Tensor] = {}
@@ -43,6 +49,14 @@ class Metric(ABC):
         self.state = {k: all_reduce_sum(v) for k, v in self.state.items()}
 
     def is_better(self, value: float, best: float | None) -> bool:
+        """Whether a main-indicator ``value`` beats ``best`` (``None``: nothing yet)."""
         if best is None:
             return True
         return value > best if self.higher_is_better else value < best
+
+    def rank(self, results: dict[str, Any]) -> list[float]:
+        """What orders results, larger better: the main indicator, then the tie breaker, each signed."""
+        key = [float(results[self.main_indicator]) * (1.0 if self.higher_is_better else -1.0)]
+        if self.tie_breaker is not None and self.tie_breaker in results:
+            key.append(float(results[self.tie_breaker]) * (1.0 if self.tie_breaker_higher_is_better else -1.0))
+        return key

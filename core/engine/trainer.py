@@ -161,6 +161,7 @@ class Trainer:
         self.start_epoch = 0
         self.global_step = 0
         self.best_metric: float | None = None
+        self.best_rank: list[float] | None = None  # Metric.rank of the best result (main, then tie breaker)
         self.best_epoch: int | None = None
         self.history: list[dict[str, Any]] = []
         self.should_stop = False
@@ -432,6 +433,7 @@ class Trainer:
             "epoch": self.epoch + 1,
             "global_step": self.global_step,
             "best_metric": self.best_metric,
+            "best_rank": self.best_rank,
             "best_epoch": self.best_epoch,
             "history": self.history,
             "optimizer": distributed.full_optimizer_state(self.model, self.optimizer),
@@ -448,10 +450,10 @@ class Trainer:
     def _save_checkpoints(self, epoch: int, metrics: dict[str, Any] | None) -> None:
         improved = False
         if metrics is not None:
-            value = float(metrics[self.main_indicator])
-            improved = self.metric_template.is_better(value, self.best_metric)
+            rank = self.metric_template.rank(metrics)
+            improved = self.best_rank is None or rank > self.best_rank
             if improved:
-                self.best_metric, self.best_epoch = value, epoch + 1
+                self.best_metric, self.best_rank, self.best_epoch = float(metrics[self.main_indicator]), rank, epoch + 1
         # Gathering is collective (FSDP shards, per-rank RNG): every rank takes part, rank zero writes.
         weights = distributed.full_model_state(self.eval_model)
         train_state = self._train_state()
@@ -496,6 +498,8 @@ class Trainer:
         self.start_epoch = self.epoch = int(state["epoch"])
         self.global_step = int(state["global_step"])
         self.best_metric, self.best_epoch = state["best_metric"], state["best_epoch"]
+        self.best_rank = state.get("best_rank") or (
+            None if self.best_metric is None else self.metric_template.rank({self.main_indicator: self.best_metric}))
         self.history = list(state["history"])
         rngs = state["rng"]
         if len(rngs) == self.dist.world_size:

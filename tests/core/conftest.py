@@ -103,4 +103,4 @@ def toy():
     """The toy classes, for tests that need more than one trainer."""
     import types
 
-    return types.SimpleNamespace(BlobData=BlobData, ToyTask=ToyTask, make_trainer=make_trainer)
+    return types.SimpleNamespace(BlobData=BlobData, ToyTask=ToyTask, Accuracy=Accuracy, make_trainer=make_trainer)

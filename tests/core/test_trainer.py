@@ -99,6 +99,39 @@ def test_early_stopping_stops_when_the_metric_stalls(trainer_factory):
     assert len(trainer.history) == 3  # the first evaluation sets the best; two more without improvement
 
 
+def test_tie_breaker_decides_between_equal_main_indicators(tmp_path, toy):
+    """Accuracy saturates at 100 on the blobs; the later, better-fitted epoch becomes best through its loss."""
+
+    class AccuracyThenLoss(toy.Accuracy):
+        tie_breaker = "loss"
+
+        def reset(self) -> None:
+            super().reset()
+            self.state["loss_sum"] = torch.zeros((), dtype=torch.float64)
+
+        def update(self, outputs, batch) -> None:
+            super().update(outputs, batch)
+            self.state["loss_sum"] += torch.nn.functional.cross_entropy(outputs, batch[1], reduction="sum").double()
+
+        def compute(self):
+            return {**super().compute(), "loss": float(self.state["loss_sum"]) / max(1, int(self.state["total"]))}
+
+    class Task(toy.ToyTask):
+        def build_metric(self):
+            return AccuracyThenLoss()
+
+    trainer = toy.make_trainer(tmp_path, task=Task(dropout=0.0), max_epochs=6)
+    trainer.fit()
+    rows = trainer.history
+    top = max(r["val_acc"] for r in rows)
+    tied = [i for i, r in enumerate(rows) if r["val_acc"] == top]
+    assert len(tied) >= 3, rows  # the case under test: the accuracy plateaus
+    best = min(tied, key=lambda i: rows[i]["val_loss"])
+    assert best != tied[0] and trainer.best_epoch == best + 1 and trainer.best_metric == top
+    meta = json.loads((tmp_path / "run" / "best" / "meta.json").read_text())
+    assert meta["epoch"] == trainer.best_epoch
+
+
 def test_keep_last_keeps_n_epoch_directories(trainer_factory, tmp_path):
     trainer_factory(max_epochs=4, keep_last=2).fit()
     assert sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir()) == ["epoch_0003", "epoch_0004"]

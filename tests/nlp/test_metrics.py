@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 import torch
@@ -32,6 +33,9 @@ def test_accuracy_and_macro_f1() -> None:
     # per class: 0: p 1/2 r 1/2 -> .5 ; 1: p 1 r 1/2 -> 2/3 ; 2: p 2/3 r 1 -> .8
     assert out["per_class_f1"] == pytest.approx([50.0, 200 / 3, 80.0])
     assert out["macro_f1"] == pytest.approx((50 + 200 / 3 + 80) / 3)
+    # one-hot logits: log-softmax of the hit is 1 - log(e + 2), of a miss -log(e + 2)
+    assert out["loss"] == pytest.approx(math.log(math.e + 2) - 4 / 6)
+    assert TextClassificationMetric.tie_breaker == "loss" and not TextClassificationMetric.tie_breaker_higher_is_better
 
 
 def test_state_sums_across_ranks() -> None:
