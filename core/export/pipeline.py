@@ -197,6 +197,7 @@ class Exporter:
                                       "oarkit.task": manifest.task, "oarkit.model": str(manifest.model),
                                       "oarkit.labels": json.dumps(manifest.labels)})
         manifest.artifact = fmt.exporter(ctx)
+        manifest.max_batch = options.get("max_batch")  # an exporter may have had to lower it
         manifest.quantization = ctx.quantization or self.prequantized
         manifest.write(tmp)
         if folder.exists():

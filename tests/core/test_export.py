@@ -291,3 +291,32 @@ def test_deployed_model_chunks_batches_over_max_batch(toy, tmp_path) -> None:
     x = np.random.default_rng(0).standard_normal((5, 8)).astype(np.float32)
     out = deployed.run_numpy(x)[0]
     np.testing.assert_allclose(out, source.model(torch.from_numpy(x)).detach().numpy(), atol=1e-5, rtol=1e-4)
+
+
+class SplitNet(nn.Module):
+    """ShuffleNet v2's channel split: ``chunk`` then ``cat``, whose XNNPACK outputs keep the traced batch size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.branch = nn.Conv2d(4, 4, 1)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        left, right = torch.relu(self.stem(x)).chunk(2, dim=1)
+        return self.fc(torch.cat((left, self.branch(right)), 1).mean((2, 3)))
+
+
+def test_executorch_program_runs_at_every_batch_size(toy, images, tmp_path) -> None:
+    """A program that only ran at its traced batch is re-exported for batch 1; every batch size then runs."""
+    pytest.importorskip("executorch.runtime")
+    torch.manual_seed(0)
+    model = SplitNet().eval()
+    report = export(_image_source(toy, images, model, tmp_path), "executorch", verify=False)
+    assert report.row("executorch").status != "error", report.row("executorch").message
+    assert read_manifest(tmp_path / "executorch").max_batch == 1  # the fallback: traced for a batch of 1
+    deployed = DeployedModel(tmp_path / "executorch")
+    x = images[0][:3]
+    for batch in (1, 2, 3):
+        np.testing.assert_allclose(deployed.run_numpy(x[:batch].numpy())[0], model(x[:batch]).detach().numpy(),
+                                   atol=1e-5, rtol=1e-4)

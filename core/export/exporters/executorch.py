@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -10,20 +14,54 @@ from oarkit.core.errors import ConfigError
 from oarkit.core.export.context import ExportContext
 from oarkit.core.export.formats import ExportFormat, register_format
 
+logger = logging.getLogger(__name__)
+
 
 def lower_to_pte(ctx: ExportContext, module: nn.Module) -> str:
-    """Export ``module`` with a bounded batch axis, delegate to XNNPACK and write ``model.pte``."""
+    """Export ``module`` with a bounded batch axis, delegate to XNNPACK and write ``model.pte``.
+
+    Some programs only run at the batch they were traced with: reshapes over the batch axis that stay outside
+    the XNNPACK delegate (ShuffleNet's channel shuffle, LeViT's and MaxViT's attention) keep their traced
+    sizes in ExecuTorch's portable kernels. The program is therefore run once at batch 1; when that fails it
+    is exported again for a fixed batch of 1 (``max_batch: 1`` in deploy.yaml; the runtime then feeds larger
+    batches one sample at a time).
+    """
+    path = ctx.folder / "model.pte"
+    path.write_bytes(_lowered(module, ctx.inputs, ctx.dynamic_shapes(ctx.options["max_batch"])))
+    batch_inputs = [i for i, name in enumerate(ctx.spec.input_names) if 0 in
+                    {int(a) for a in ctx.spec.dynamic_axes.get(name, {})}]
+    if batch_inputs and not _runs(path, _first_sample(ctx.inputs, batch_inputs)):
+        logger.warning("this ExecuTorch program fails at batch 1 (some of its tensors keep the traced batch size); "
+                       "exporting it for a fixed batch of 1 instead (larger batches run one sample at a time)")
+        path.write_bytes(_lowered(module, _first_sample(ctx.inputs, batch_inputs), None))
+        ctx.options["max_batch"] = 1
+    return path.name
+
+
+def _lowered(module: nn.Module, inputs: tuple[torch.Tensor, ...], dynamic_shapes: Any) -> bytes:
     exir = require("executorch.exir", purpose="the 'executorch' export formats")
     xnnpack = require("executorch.backends.xnnpack.partition.xnnpack_partitioner",
                       purpose="the 'executorch' export formats")
     # Out-variants of the q/dq ops, for the parts of an int8 graph the XNNPACK delegate does not take.
     require("executorch.kernels.quantized", purpose="the 'executorch' export formats")
-    program = torch.export.export(module, ctx.inputs, dynamic_shapes=ctx.dynamic_shapes(ctx.options["max_batch"]),
-                                  strict=False)
+    program = torch.export.export(module, inputs, dynamic_shapes=dynamic_shapes, strict=False)
     lowered = exir.to_edge_transform_and_lower(program, partitioner=[xnnpack.XnnpackPartitioner()])
-    path = ctx.folder / "model.pte"
-    path.write_bytes(lowered.to_executorch().buffer)
-    return path.name
+    return lowered.to_executorch().buffer
+
+
+def _first_sample(inputs: tuple[torch.Tensor, ...], batch_inputs: list[int]) -> tuple[torch.Tensor, ...]:
+    return tuple(t[:1].contiguous() if i in batch_inputs else t for i, t in enumerate(inputs))
+
+
+def _runs(path: Path, inputs: tuple[torch.Tensor, ...]) -> bool:
+    """Whether ExecuTorch's runtime executes the program at ``path`` on ``inputs``."""
+    runtime = require("executorch.runtime", purpose="checking ExecuTorch (.pte) artifacts")
+    method = runtime.Runtime.get().load_program(str(path)).load_method("forward")
+    try:
+        method.execute(list(inputs))
+    except RuntimeError:
+        return False
+    return True
 
 
 def export_executorch(ctx: ExportContext) -> str:
