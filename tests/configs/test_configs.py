@@ -59,8 +59,9 @@ def test_unknown_override_key_names_key_origin_and_closest():
 
 def test_unknown_key_in_a_file_names_the_file(tmp_path):
     bad = tmp_path / "bad.yaml"
-    text = (packaged_config_root() / f"{DEMO}.yaml").read_text().replace("  batch_size: 64", "  batch_sise: 64")
-    bad.write_text(text)
+    text = (packaged_config_root() / f"{DEMO}.yaml").read_text()
+    assert "\n  batch_size:" in text
+    bad.write_text(text.replace("\n  batch_size:", "\n  batch_sise:"))
     with pytest.raises(ConfigError) as err:
         load_config(bad)
     msg = str(err.value)
