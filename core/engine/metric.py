@@ -48,12 +48,6 @@ class Metric(ABC):
         """Sum the state across ranks with the given ``all_reduce_sum(tensor) -> tensor``."""
         self.state = {k: all_reduce_sum(v) for k, v in self.state.items()}
 
-    def is_better(self, value: float, best: float | None) -> bool:
-        """Whether a main-indicator ``value`` beats ``best`` (``None``: nothing yet)."""
-        if best is None:
-            return True
-        return value > best if self.higher_is_better else value < best
-
     def rank(self, results: dict[str, Any]) -> list[float]:
         """What orders results, larger better: the main indicator, then the tie breaker, each signed."""
         key = [float(results[self.main_indicator]) * (1.0 if self.higher_is_better else -1.0)]

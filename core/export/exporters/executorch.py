@@ -20,9 +20,9 @@ logger = logging.getLogger(__name__)
 def lower_to_pte(ctx: ExportContext, module: nn.Module) -> str:
     """Export ``module`` with a bounded batch axis, delegate to XNNPACK and write ``model.pte``.
 
-    Some programs only run at the batch they were traced with: reshapes over the batch axis that stay outside
-    the XNNPACK delegate (ShuffleNet's channel shuffle, LeViT's and MaxViT's attention) keep their traced
-    sizes in ExecuTorch's portable kernels. The program is therefore run once at batch 1; when that fails it
+    Some programs only run at the batch they were traced with: the XNNPACK delegate's outputs around a
+    ``chunk`` / ``cat`` keep their traced size (ShuffleNet v2's channel split; LeViT and MaxViT fail alike).
+    The program is therefore run once at batch 1; when that fails it
     is exported again for a fixed batch of 1 (``max_batch: 1`` in deploy.yaml; the runtime then feeds larger
     batches one sample at a time).
     """
