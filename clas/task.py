@@ -49,7 +49,7 @@ class ClassificationTask(Task):
         topk: the k of the reported top-k accuracies.
     """
 
-    kit = "clas"
+    task_id = "clas"
 
     def __init__(self, model: str | Callable[..., nn.Module] = "clas/pp_lcnet_x1_0", *,
                  pretrained: bool | str = False, label_smoothing: float = 0.0, mixup_alpha: float = 0.0,

@@ -60,6 +60,7 @@ def _kit_module(source: str) -> Any:
             kit = model_info(source).factory.__module__.split(".")[1]
         except UnknownNameError as err:
             raise OarkitError(f"{source!r} is neither an existing run directory nor a registered model: {err}") from err
+    kit = kit.split("/", 1)[0]
     if kit not in KITS:
         raise OarkitError(f"{source} belongs to kit {kit!r}, which is not one of {KITS}")
     return importlib.import_module(f"oarkit.{kit}")

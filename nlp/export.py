@@ -67,10 +67,9 @@ class PositionalTextTask(Task):
         task: the text task, attached to its tokenizer and labels.
     """
 
-    kit = "nlp"
-
     def __init__(self, task: TransformerTask) -> None:
         self.task = task
+        self.task_id = task.task_id
         self.labels = task.labels
 
     def setup(self, data: Any) -> nn.Module:

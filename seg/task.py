@@ -68,7 +68,7 @@ class SegmentationTask(Task):
         flip: test-time horizontal flip.
     """
 
-    kit = "seg"
+    task_id = "seg"
 
     def __init__(self, model: str | Callable[..., nn.Module] = "seg/pp_liteseg_stdc1", *,
                  pretrained: bool | str = False, losses: Sequence[nn.Module] | None = None,

@@ -2,6 +2,11 @@
 
 Callbacks observe the Trainer and steer it only through flags (``trainer.should_stop``); they run on the
 main process alone unless they say otherwise.
+
+When ``fit()`` fails (an error in a training step, in data loading or in evaluation, or Ctrl-C), the Trainer
+calls :func:`handle_fit_exception` and re-raises: every callback gets ``on_exception`` to close its files, a
+callback that fails in turn is logged and never masks the original error, and the error's message names the
+last good checkpoint.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oarkit.core.engine.checkpoint import atomic_write_text
+from oarkit.core.engine.checkpoint import atomic_write_text, read_meta
+from oarkit.core.errors import OarkitError, WeightsError
 
 if TYPE_CHECKING:
     from oarkit.core.engine.trainer import Trainer
@@ -37,7 +43,12 @@ class Callback:
     def on_train_epoch_end(self, trainer: Trainer, row: dict[str, Any]) -> None: ...
     def on_checkpoint(self, trainer: Trainer, path: Path) -> None: ...
     def on_fit_end(self, trainer: Trainer) -> None: ...
-    def on_exception(self, trainer: Trainer, error: BaseException) -> None: ...
+
+    def on_exception(self, trainer: Trainer, error: BaseException) -> None:
+        """``fit()`` failed with ``error`` (then re-raised): release files and bars, write what is finished.
+
+        Called instead of ``on_fit_end``. An exception raised here is logged at warning and then ignored.
+        """
 
     def state_dict(self) -> dict[str, Any]:
         return {}
@@ -64,11 +75,16 @@ class ProgressBar(Callback):
                 self.bar.set_postfix(loss=f"{losses['loss']:.4f}", lr=f"{trainer.current_lr:.3g}", refresh=False)
 
     def on_train_epoch_end(self, trainer: Trainer, row: dict[str, Any]) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
+        self.close()
 
-    on_exception = on_train_epoch_end  # type: ignore[assignment]
+    def on_exception(self, trainer: Trainer, error: BaseException) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the bar of the current epoch, if one is open."""
+        if self.bar is not None:
+            bar, self.bar = self.bar, None
+            bar.close()
 
 
 def scalar_items(row: dict[str, Any]) -> dict[str, float]:
@@ -87,7 +103,10 @@ class ConsoleLogger(Callback):
 
 
 class CSVLogger(Callback):
-    """``metrics.csv`` in the run directory: one row per epoch, rewritten whole (and atomically) each epoch."""
+    """``metrics.csv`` in the run directory: one row per epoch, rewritten whole (and atomically) each epoch.
+
+    No file stays open between epochs, so after a failure the CSV holds every finished epoch and nothing more.
+    """
 
     def on_train_epoch_end(self, trainer: Trainer, row: dict[str, Any]) -> None:
         rows = [scalar_items(r) for r in trainer.history]
@@ -125,11 +144,16 @@ class TensorBoardLogger(Callback):
             self.writer.flush()
 
     def on_fit_end(self, trainer: Trainer) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+        self.close()
 
-    on_exception = on_fit_end  # type: ignore[assignment]
+    def on_exception(self, trainer: Trainer, error: BaseException) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Flush and close the event file (``SummaryWriter.close`` flushes first)."""
+        if self.writer is not None:
+            writer, self.writer = self.writer, None
+            writer.close()
 
 
 class CurvesPlot(Callback):

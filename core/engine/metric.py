@@ -1,8 +1,10 @@
-"""The metric seam: a kit's metric accumulates tensor state that sums across batches and ranks."""
+"""The metric seam: a kit's metric accumulates tensors that sum across ranks, or per-sample results gathered from
+every rank (mmengine's ``collect_results``), before ``compute()``."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -11,8 +13,13 @@ import torch
 class Metric(ABC):
     """Accumulates predictions and targets; ``compute()`` turns the state into named numbers.
 
-    Subclasses keep their whole state in ``self.state`` as tensors that add up across batches, so a
-    distributed run reduces them with one ``all_reduce(SUM)`` each and gets the single-process number.
+    A subclass keeps its state in one or both of two forms, so that a distributed run computes the
+    single-process number:
+
+    - ``self.state``: tensors that add up across batches (a confusion matrix, correct counts), reduced with one
+      ``all_reduce(SUM)`` each;
+    - ``self.results``: one picklable entry per sample (an image's detections and ground truth), gathered from
+      every rank before ``compute()`` (COCO mAP needs every image at once).
 
     Attributes:
         main_indicator: the key of ``compute()`` that decides the best checkpoint and early stopping.
@@ -30,6 +37,7 @@ class Metric(ABC):
 
     def __init__(self) -> None:
         self.state: dict[str, torch.Tensor] = {}
+        self.results: list[Any] = []
         self.reset()
 
     @abstractmethod
@@ -44,9 +52,19 @@ class Metric(ABC):
     def compute(self) -> dict[str, Any]:
         """Named results; ``self.main_indicator`` must be among them and be a float."""
 
-    def reduce(self, all_reduce_sum) -> None:
-        """Sum the state across ranks with the given ``all_reduce_sum(tensor) -> tensor``."""
+    def synchronize(self, all_reduce_sum: Callable[[torch.Tensor], torch.Tensor],
+                    all_gather: Callable[[Any], list[Any]]) -> None:
+        """Make every rank hold the whole evaluation: sum ``state`` and gather ``results`` across ranks.
+
+        Args:
+            all_reduce_sum: ``tensor -> tensor`` summed over ranks.
+            all_gather: ``object -> [object of rank 0, of rank 1, ...]``.
+
+        Gathered results are ordered by rank; a metric whose ``compute()`` depends on the order sorts them
+        (by an image id, say).
+        """
         self.state = {k: all_reduce_sum(v) for k, v in self.state.items()}
+        self.results = [item for part in all_gather(self.results) for item in part]
 
     def rank(self, results: dict[str, Any]) -> list[float]:
         """What orders results, larger better: the main indicator, then the tie breaker, each signed."""

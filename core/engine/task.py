@@ -8,9 +8,10 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.utils.data import Dataset, default_collate
+from torch.utils.data import Dataset, Sampler, default_collate
 
 from oarkit.core.engine.metric import Metric
+from oarkit.core.errors import ConfigError, did_you_mean
 
 
 @dataclass
@@ -38,9 +39,17 @@ class DeploySpec:
 
 
 class DataModule(ABC):
-    """A kit's data: the datasets and loader settings; the Trainer builds loaders and samplers from it."""
+    """A kit's data: its splits and loader settings; the Trainer builds loaders and samplers from it.
+
+    Attributes:
+        batch_size: training samples per process and step.
+        eval_batch_size: samples per evaluation batch; ``None``: ``batch_size``. A prediction must not depend
+            on it (the kit pads with a mask, groups by size in :meth:`batch_sampler`, or evaluates one at a time).
+        num_workers: loader worker processes.
+    """
 
     batch_size: int = 32
+    eval_batch_size: int | None = None
     num_workers: int = 0
 
     @abstractmethod
@@ -51,6 +60,38 @@ class DataModule(ABC):
         """The validation split, or ``None`` when there is none."""
         return None
 
+    def splits(self) -> tuple[str, ...]:
+        """The names :meth:`dataset` accepts (``train``, ``val``, and whatever else the kit reads: ``test``)."""
+        return ("train", "val")
+
+    def dataset(self, split: str) -> Dataset:
+        """Any split with the *evaluation* preprocessing unless it is ``train`` (what ``oarkit eval`` reads).
+
+        Kits whose data has more splits (a ``test`` list, another list file) override this.
+
+        Raises:
+            ConfigError: the split is unknown or absent.
+        """
+        if split == "train":
+            return self.train_dataset()
+        if split == "val":
+            val = self.val_dataset()
+            if val is not None:
+                return val
+        choices = self.splits()
+        raise ConfigError(f"{type(self).__name__} has no split {split!r}.{did_you_mean(split, choices)} "
+                          f"Splits: {', '.join(choices)}")
+
+    def batch_sampler(self, sampler: Sampler[int], dataset: Dataset, *, batch_size: int, train: bool,
+                      drop_last: bool) -> Sampler[list[int]] | None:
+        """A batch sampler over ``sampler``'s indices (aspect-ratio groups, multi-scale batches); ``None``: plain
+        batches of ``batch_size``.
+
+        ``sampler`` is the Trainer's (shuffled and sharded per rank in training, sharded in evaluation); a batch
+        sampler with a ``set_epoch(epoch)`` method is told each epoch.
+        """
+        return None
+
 
 class Task(ABC):
     """Research code apart from engineering code: a kit's task owns the model, its losses and metric.
@@ -59,8 +100,14 @@ class Task(ABC):
     it never looks inside the model, the losses or the metric.
     """
 
-    #: the kit's short name, written into every run directory's meta.json
-    kit: str = ""
+    #: what the task does (``clas``, ``seg``, ``det``, ``ocr/rec``, ``nlp/text_classification``, ...): the id its
+    #: models' cards, its run's meta.json and its deploy manifests carry (see :mod:`oarkit.core.kits`)
+    task_id: str = ""
+
+    @property
+    def kit(self) -> str:
+        """The kit that owns the task: the first component of :attr:`task_id`."""
+        return self.task_id.split("/", 1)[0]
 
     @abstractmethod
     def setup(self, data: DataModule) -> nn.Module:
@@ -77,6 +124,27 @@ class Task(ABC):
     @abstractmethod
     def build_metric(self) -> Metric:
         """A fresh metric; its ``main_indicator`` ranks checkpoints."""
+
+    def restore(self, meta: dict[str, Any]) -> None:
+        """Take back what :meth:`setup` learned from the data (labels, preprocessing) from a run's meta.json.
+
+        The inverse of :meth:`meta`: a task instantiated from a run's config, then restored, validates,
+        predicts and exports exactly as it did in training, without the training data.
+        """
+        return None
+
+    def configure_data(self, data: DataModule) -> None:
+        """Give a data module what a restored task knows (preprocessing, class names), so that its splits are
+        read as in training (evaluation of a run on another dataset root goes through here)."""
+        return None
+
+    def default_data(self, root: str) -> DataModule | None:
+        """The data module of a run trained from Python without a data config, at ``root``; ``None``: unknown."""
+        return None
+
+    def callbacks(self) -> list[Any]:
+        """Callbacks of the task's own (an assigner switched at an epoch), added to the Trainer's."""
+        return []
 
     def parameter_groups(self, model: nn.Module, *, decay_norm_and_bias: bool = False) -> list[dict[str, Any]] | None:
         """Optimizer parameter groups of the task's own (e.g. layer-wise LR decay); ``None`` for the default.
@@ -117,3 +185,40 @@ class Task(ABC):
     def plot_metric(self, metric: Metric, directory: str) -> list[str]:
         """Save pictures of a computed metric (confusion matrix, PR curves) into ``directory``; return paths."""
         return []
+
+
+class TaskWrapper(Task):
+    """A task around another (quantization-aware training, say) that changes a few methods and forwards every
+    other attribute to ``inner`` — including methods :class:`Task` grows later, which no hand-written forwarding
+    would keep.
+
+    A subclass defines what it changes; whatever it (or its instance) does not define comes from ``inner``.
+    """
+
+    def __init__(self, inner: Task) -> None:
+        self.inner = inner
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("__") or name == "inner" or name in object.__getattribute__(self, "__dict__"):
+            return object.__getattribute__(self, name)
+        for cls in type(self).__mro__:
+            if cls is TaskWrapper:
+                break
+            if name in vars(cls):  # the wrapper's own override
+                return object.__getattribute__(self, name)
+        inner = object.__getattribute__(self, "__dict__").get("inner")
+        if inner is not None and hasattr(inner, name):
+            return getattr(inner, name)
+        return object.__getattribute__(self, name)
+
+    def setup(self, data: DataModule) -> nn.Module:
+        return self.inner.setup(data)
+
+    def training_step(self, model: nn.Module, batch: Any) -> dict[str, torch.Tensor]:
+        return self.inner.training_step(model, batch)
+
+    def validation_step(self, model: nn.Module, batch: Any) -> Any:
+        return self.inner.validation_step(model, batch)
+
+    def build_metric(self) -> Metric:
+        return self.inner.build_metric()

@@ -36,6 +36,7 @@ from oarkit.core.engine.callbacks import (
     TensorBoardLogger,
 )
 from oarkit.core.engine.ema import ModelEMA
+from oarkit.core.engine.evaluation import build_loader, move_to, run_evaluation
 from oarkit.core.engine.precision import Precision
 from oarkit.core.engine.seeding import rng_state, seed_everything, set_rng_state
 from oarkit.core.engine.task import DataModule, Task
@@ -45,17 +46,6 @@ logger = logging.getLogger(__name__)
 
 OptimizerFactory = Callable[[Iterable[Any]], torch.optim.Optimizer]
 SchedulerFactory = Callable[..., torch.optim.lr_scheduler.LRScheduler]
-
-
-def move_to(batch: Any, device: torch.device) -> Any:
-    """``batch`` with every tensor inside tuples, lists and dicts moved to ``device``."""
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device, non_blocking=True)
-    if isinstance(batch, dict):
-        return {k: move_to(v, device) for k, v in batch.items()}
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(move_to(v, device) for v in batch)
-    return batch
 
 
 def _versions() -> dict[str, str]:
@@ -203,6 +193,7 @@ class Trainer:
                                    ema=bool(self.ema_decay), device=self.device)
         seed_everything(self.seed, deterministic=self.deterministic)
         self.model = self.task.setup(self.data).to(self.device)
+        self.callbacks.extend(self.task.callbacks())
         if self.dist.enabled:  # same initial weights on every rank, different dropout and augmentation streams
             torch.manual_seed(self.seed + self.dist.rank)
         self.metric_template = self.task.build_metric()
@@ -234,20 +225,16 @@ class Trainer:
             self._restore(self.output_dir / "last" if self.resume is True else Path(self.resume))
 
     def _loader(self, dataset: Any, *, train: bool) -> DataLoader:
-        if len(dataset) == 0:
-            raise ConfigError(f"the {'training' if train else 'validation'} dataset is empty")
-        batch = int(self.data.batch_size)
         world, rank = self.dist.world_size, self.dist.rank
         if train:
             # Shuffling depends only on (seed, epoch); each rank takes every world-th sample of the permutation.
             sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=self.seed)
+            batch = int(self.data.batch_size)
         else:
             sampler = distributed.ShardSampler(len(dataset), rank, world) if world > 1 else SequentialSampler(dataset)
-        workers = int(self.data.num_workers)
-        # No persistent workers: each epoch's workers must see the dataset's set_epoch() (augmentation seeds).
-        return DataLoader(dataset, batch_size=batch, sampler=sampler, num_workers=workers,
-                          collate_fn=self.task.collate, drop_last=train and len(dataset) >= batch,
-                          pin_memory=self.device.type == "cuda")
+            batch = int(self.data.eval_batch_size or self.data.batch_size)
+        return build_loader(dataset, self.data, self.task, train=train, batch_size=batch, sampler=sampler,
+                            num_workers=int(self.data.num_workers), pin_memory=self.device.type == "cuda")
 
     # ----------------------------------------------------------------- the loop
     @property
@@ -312,7 +299,9 @@ class Trainer:
     def train_one_epoch(self, epoch: int) -> dict[str, float]:
         """One pass over the training set; returns the mean of each loss."""
         self.model.train()
-        self.train_loader.sampler.set_epoch(epoch)
+        for sampler in (self.train_loader.index_sampler, self.train_loader.batch_sampler):
+            if hasattr(sampler, "set_epoch"):
+                sampler.set_epoch(epoch)
         if hasattr(self.train_loader.dataset, "set_epoch"):
             self.train_loader.dataset.set_epoch(epoch)
         totals: dict[str, float] = defaultdict(float)
@@ -370,7 +359,6 @@ class Trainer:
                             "Lower the learning rate, set trainer.clip_grad_norm (e.g. 1.0), or use "
                             "trainer.precision=bf16 instead of fp16.")
 
-    @torch.no_grad()
     def evaluate(self, loader: DataLoader | None = None) -> dict[str, Any]:
         """The task metric of the evaluated weights (EMA when on) over ``loader`` (the validation set)."""
         self.setup()
@@ -378,26 +366,15 @@ class Trainer:
         if loader is None:
             raise ConfigError("there is no validation set to evaluate on; give the data module a val split")
         self._emit("on_validation_start")
-        model = self.eval_model
-        was_training = model.training
-        model.eval()
-        metric = self.task.build_metric()
-        for batch in loader:
-            batch = move_to(batch, self.device)
-            with self.precision.autocast():
-                outputs = self.task.validation_step(model, batch)
-            metric.update(outputs, batch)
-        self._reduce(metric)
-        results = metric.compute()
-        model.train(was_training)
-        self.last_metric = metric
+        results, self.last_metric = run_evaluation(self.task, self.eval_model, loader, device=self.device,
+                                                   autocast=self.precision.autocast, synchronize=self._synchronize)
         self._emit("on_validation_end", results)
         return results
 
-    def _reduce(self, metric: Any) -> None:
-        """Sum the metric state across ranks, so every rank computes the single-process number."""
+    def _synchronize(self, metric: Any) -> None:
+        """Sum the metric's tensors and gather its per-sample results across ranks (a no-op in one process)."""
         if self.dist.enabled:
-            metric.reduce(lambda t: distributed.all_reduce_sum(t, self.device))
+            metric.synchronize(lambda t: distributed.all_reduce_sum(t, self.device), distributed.all_gather_objects)
 
     def predict(self, inputs: Any, **kwargs: Any) -> Any:
         """Run the kit's predictor on the evaluated weights (paths, arrays, images, texts or lists of them)."""
@@ -408,7 +385,7 @@ class Trainer:
     def _meta(self, epoch: int, metrics: dict[str, Any] | None) -> dict[str, Any]:
         model = self.model
         return {
-            "task": self.task.kit,
+            "task": self.task.task_id,
             "model": {"name": getattr(model, "oarkit_name", None), "kwargs": getattr(model, "oarkit_kwargs", {})},
             "epoch": epoch + 1,
             "global_step": self.global_step,

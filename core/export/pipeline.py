@@ -214,7 +214,7 @@ class Exporter:
         out_axes = {n: {0: "batch"} for n in self.spec.output_names} if any(
             0 in {int(a) for a in axes} for axes in batch_axes.values()) else {}
         return DeployManifest(
-            format=fmt.name, artifact=fmt.artifact, runtime=fmt.runtime, task=self.source.task.kit,
+            format=fmt.name, artifact=fmt.artifact, runtime=fmt.runtime, task=self.source.task.task_id,
             model=(meta.get("model") or {}).get("name") or getattr(self.source.model, "oarkit_name", None),
             inputs=_tensor_infos(self.spec.input_names, self.inputs, batch_axes),
             outputs=_tensor_infos(self.spec.output_names, outputs, out_axes),

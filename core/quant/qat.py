@@ -24,8 +24,7 @@ import torch
 from torch import nn
 
 from oarkit.core.engine.callbacks import Callback
-from oarkit.core.engine.metric import Metric
-from oarkit.core.engine.task import DataModule, DeploySpec, Task
+from oarkit.core.engine.task import DataModule, DeploySpec, Task, TaskWrapper
 from oarkit.core.errors import ConfigError, WeightsError
 from oarkit.core.export.prepare import dynamic_shapes, export_inputs, reparameterize
 from oarkit.core.quant import pt2e
@@ -47,7 +46,7 @@ def _checkpoint_dir(path: str | Path) -> Path:
                        "in it, best/ or last/); train a float model first and pass its run directory")
 
 
-class QATTask(Task):
+class QATTask(TaskWrapper):
     """A kit's task whose model is the PT2E fake-quantized graph of its deploy wrapper.
 
     Args:
@@ -60,8 +59,7 @@ class QATTask(Task):
     def __init__(self, task: Task, *, checkpoint: str | Path, backend: str = "onnxruntime") -> None:
         if backend not in pt2e.BACKENDS:
             raise ConfigError(f"quant.backend={backend!r} is not one of {list(pt2e.BACKENDS)}")
-        self.inner = task
-        self.kit = task.kit
+        super().__init__(task)
         self.checkpoint = Path(checkpoint)
         self.backend = backend
         self.float_model: nn.Module | None = None
@@ -86,24 +84,9 @@ class QATTask(Task):
         prepared.oarkit_kwargs = getattr(model, "oarkit_kwargs", {})
         return prepared
 
-    def training_step(self, model: nn.Module, batch: Any) -> dict[str, torch.Tensor]:
-        return self.inner.training_step(model, batch)
-
     def validation_step(self, model: nn.Module, batch: Any) -> Any:
         with pt2e.observers_paused(model):  # validation images must not move the learned ranges
             return self.inner.validation_step(model, batch)
-
-    def build_metric(self) -> Metric:
-        return self.inner.build_metric()
-
-    def postprocess(self, outputs: Any) -> Any:
-        return self.inner.postprocess(outputs)
-
-    def collate(self, samples: list[Any]) -> Any:
-        return self.inner.collate(samples)
-
-    def example_inputs(self) -> tuple[torch.Tensor, ...]:
-        return self.inner.example_inputs()
 
     @property
     def scheme(self) -> dict[str, Any]:
@@ -126,11 +109,6 @@ class QATTask(Task):
     def meta(self) -> dict[str, Any]:
         return {**self.inner.meta(), "quant": self.scheme}
 
-    def predictor(self, model: nn.Module, **kwargs: Any) -> Any:
-        return self.inner.predictor(model, **kwargs)
-
-    def plot_metric(self, metric: Metric, directory: str) -> list[str]:
-        return self.inner.plot_metric(metric, directory)
 
 
 class FreezeQuantObservers(Callback):

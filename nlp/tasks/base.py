@@ -44,7 +44,10 @@ class TransformerTask(Task):
         layerwise_lr_decay: per-layer learning-rate factor below the head (1: off); see :mod:`oarkit.nlp.layer_decay`.
     """
 
-    kit = "nlp"
+    @property
+    def task_id(self) -> str:  # type: ignore[override]
+        """``nlp/<name>``: ``nlp/text_classification``, ``nlp/information_extraction``, ..."""
+        return f"nlp/{self.name}"
     #: the task's name in meta.json and Taskflow
     name: str = ""
     #: the head passed to the model factory (``None``: the factory has no heads, e.g. UIE)

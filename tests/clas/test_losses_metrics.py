@@ -109,7 +109,7 @@ def test_metric_reduce_halves_equal_whole():
         return all_reduce_sum
 
     for m in halves:
-        m.reduce(make_all_reduce(list(m.state)))
+        m.synchronize(make_all_reduce(list(m.state)), lambda obj: [obj])
         assert m.compute() == whole.compute()
 
 

@@ -53,7 +53,7 @@ class Accuracy(Metric):
 class ToyTask(Task):
     """An MLP with BatchNorm and dropout (both matter for exact resume); can inject a NaN loss."""
 
-    kit = "toy"
+    task_id = "toy"
 
     def __init__(self, *, norm: bool = True, dropout: float = 0.1, nan_at_step: int | None = None) -> None:
         self.norm, self.dropout, self.nan_at_step = norm, dropout, nan_at_step

@@ -47,7 +47,7 @@ def test_state_sums_across_ranks() -> None:
     a.update(logits[:2], {"labels": labels[:2]})
     b.update(logits[2:], {"labels": labels[2:]})
     other = copy.deepcopy(b.state)
-    a.reduce(lambda t: t + other[next(k for k, v in a.state.items() if v is t)])
+    a.synchronize(lambda t: t + other[next(k for k, v in a.state.items() if v is t)], lambda obj: [obj])
     assert a.compute() == whole.compute()
 
 

@@ -126,7 +126,7 @@ def test_metric_reduce_halves_equal_whole():
     halves[1].update(pred[..., 3:], (None, labels[..., 3:]))
     total = halves[0].state["confusion"] + halves[1].state["confusion"]
     for m in halves:
-        m.reduce(lambda tensor: total.clone())
+        m.synchronize(lambda tensor: total.clone(), lambda obj: [obj])
         assert m.compute() == whole.compute()
 
 
