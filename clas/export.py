@@ -4,55 +4,31 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
 
 from torch.utils.data import Dataset
 
-from oarkit.clas.data.datasets import ImageFolderDataset, ListFileDataset
-from oarkit.clas.data.transforms import build_eval_transform, preprocess_spec
+from oarkit.clas.data.module import ClassificationData
+from oarkit.clas.data.transforms import preprocess_spec
 from oarkit.clas.predictor import imagenet_labels
 from oarkit.clas.task import ClassificationTask
-from oarkit.core.errors import OarkitError
 from oarkit.core.export.source import ExportSource, TrainedModel, resolve_export_source
 from oarkit.core.registry import create_model, model_info
 
 
-def eval_dataset(root: str, split: str, *, preprocessing: dict[str, Any], labels: list[str],
-                 data_config: dict[str, Any]) -> Dataset:
-    """A split of an image-folder or list-file dataset with the eval preprocessing (for calibration and metrics).
-
-    Args:
-        root: the dataset folder.
-        split: ``train`` or ``val`` (the list file of that split for list-file data).
-        preprocessing: the eval spec the model was trained with.
-        labels: label names, index order (image folders are matched by name).
-        data_config: the run's ``data`` section (format and list-file names).
-    """
-    transform = build_eval_transform(preprocessing)
-    if data_config.get("format", "imagefolder") == "list":
-        list_file = data_config.get(f"{split}_list") or f"{split}_list.txt"
-        return ListFileDataset(root, list_file, transform)
-    return ImageFolderDataset(root, data_config.get(f"{split}_split") or split, transform, classes=labels or None)
-
-
 def _from_model_dir(trained: TrainedModel) -> ExportSource:
-    meta = trained.meta
-    task = trained.task(ClassificationTask, lambda: ClassificationTask(
-        (meta.get("model") or {}).get("name") or "clas/pp_lcnet_x1_0"))
-    task.labels = list(meta.get("labels") or [])
-    task.preprocessing = dict(meta.get("preprocessing") or {})
-    if not task.preprocessing:
-        raise OarkitError(f"{trained.folder}/meta.json has no preprocessing; it cannot be exported for deployment")
-    data_config = trained.data_config()
+    task = trained.restored_task(ClassificationTask)
     return ExportSource(task=task, model=trained.model, origin=str(trained.folder), output_dir=trained.output_dir,
-                        meta=meta, data_root=data_config.get("root"),
-                        dataset=functools.partial(_dataset, task=task, data_config=data_config))
+                        meta=trained.meta, data_root=trained.data_config().get("root"),
+                        dataset=trained.dataset_factory(task))
 
 
-def _dataset(root: str, split: str, *, task: ClassificationTask, data_config: dict[str, Any]) -> Dataset | None:
+def _dataset(root: str, split: str, *, task: ClassificationTask) -> Dataset | None:
+    """A split of an image-folder dataset at ``root`` read as the registry model expects (for a registry export)."""
     if not root:
         return None
-    return eval_dataset(root, split, preprocessing=task.preprocessing, labels=task.labels, data_config=data_config)
+    data = ClassificationData(root=root)
+    task.configure_data(data)
+    return data.dataset(split)
 
 
 def _from_registry(name: str, pretrained: bool | str) -> ExportSource:
@@ -66,7 +42,7 @@ def _from_registry(name: str, pretrained: bool | str) -> ExportSource:
             "labels": labels, "preprocessing": task.preprocessing, "metrics": dict(card.metrics),
             "weights": "pretrained" if pretrained else "random"}
     return ExportSource(task=task, model=model, origin=name, output_dir=Path("exports") / name.replace("/", "_"),
-                        meta=meta, dataset=functools.partial(_dataset, task=task, data_config={}))
+                        meta=meta, dataset=functools.partial(_dataset, task=task))
 
 
 def export_source(source: str | Path, *, pretrained: bool | str = True) -> ExportSource:

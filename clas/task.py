@@ -15,7 +15,7 @@ from oarkit.clas.data.module import ClassificationData
 from oarkit.clas.losses import CrossEntropyLoss, SoftTargetCrossEntropy
 from oarkit.clas.metrics import ClassificationMetric
 from oarkit.core.engine.task import DeploySpec, Task
-from oarkit.core.errors import ConfigError
+from oarkit.core.errors import ConfigError, OarkitError
 from oarkit.core.registry import factory_name, model_factory, model_info
 
 logger = logging.getLogger(__name__)
@@ -86,6 +86,19 @@ class ClassificationTask(Task):
         logger.info("model %s with %d classes (%.2fM parameters)", name or type(model).__name__, num_classes,
                     sum(p.numel() for p in model.parameters()) / 1e6)
         return model
+
+    def restore(self, meta: dict[str, Any]) -> None:
+        self.labels = list(meta.get("labels") or [])
+        self.preprocessing = dict(meta.get("preprocessing") or {})
+        if not self.preprocessing:
+            raise OarkitError("meta.json has no preprocessing, so the classifier cannot be rebuilt; retrain it with "
+                              "tools/train.py, which records it")
+
+    def configure_data(self, data: ClassificationData) -> None:
+        data.use_trained(preprocessing=self.preprocessing, labels=self.labels)
+
+    def default_data(self, root: str) -> ClassificationData:
+        return ClassificationData(root=root)
 
     def training_step(self, model: nn.Module, batch: Any) -> dict[str, torch.Tensor]:
         images, labels = batch

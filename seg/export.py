@@ -13,7 +13,6 @@ from typing import Any
 
 from torch.utils.data import Dataset
 
-from oarkit.core.errors import OarkitError
 from oarkit.core.export.source import ExportSource, TrainedModel, resolve_export_source
 from oarkit.core.registry import create_model, model_info
 
@@ -43,25 +42,17 @@ def _dataset(root: str, split: str, *, task: SegmentationTask, data_config: dict
                         data_config=data_config)
 
 
-def restore_task(task: SegmentationTask, meta: dict[str, Any]) -> SegmentationTask:
-    """Give a task built from a config the labels, preprocessing and inference mode of a trained model."""
-    task.labels = list(meta.get("labels") or [])
-    task.preprocessing = dict(meta.get("preprocessing") or {})
-    if not task.preprocessing:
-        raise OarkitError("meta.json has no preprocessing; the model cannot be exported for deployment")
-    task.inference = InferenceConfig(**(meta.get("inference") or {}))
-    task.validation_inference = InferenceConfig()  # verification inputs already have the export size
+def _for_export(task: SegmentationTask) -> SegmentationTask:
+    """Validate whole images at one scale: verification inputs already have the export size."""
+    task.validation_inference = InferenceConfig()
     return task
 
 
 def _from_model_dir(trained: TrainedModel) -> ExportSource:
-    meta = trained.meta
-    task = trained.task(SegmentationTask, lambda: SegmentationTask(
-        (meta.get("model") or {}).get("name") or "seg/pp_liteseg_stdc1"))
-    restore_task(task, meta)
+    task = _for_export(trained.restored_task(SegmentationTask))
     data_config = trained.data_config()
     return ExportSource(task=task, model=trained.model, origin=str(trained.folder), output_dir=trained.output_dir,
-                        meta=meta, data_root=data_config.get("root"),
+                        meta=trained.meta, data_root=data_config.get("root"),
                         dataset=functools.partial(_dataset, task=task, data_config=data_config))
 
 
@@ -73,7 +64,8 @@ def _from_registry(name: str, pretrained: bool | str) -> ExportSource:
     meta = {"task": "seg", "model": {"name": name, "kwargs": getattr(model, "oarkit_kwargs", {})}, "labels": labels,
             "preprocessing": preprocess_spec(card.mean, card.std, card.input_size[1:]), "metrics": dict(card.metrics),
             "weights": "pretrained" if pretrained else "random"}
-    restore_task(task, meta)
+    task.restore(meta)
+    _for_export(task)
     return ExportSource(task=task, model=model, origin=name, output_dir=Path("exports") / name.replace("/", "_"),
                         meta=meta, dataset=functools.partial(_dataset, task=task, data_config={}))
 

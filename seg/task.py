@@ -117,6 +117,20 @@ class SegmentationTask(Task):
                     sum(p.numel() for p in model.parameters()) / 1e6)
         return model
 
+    def restore(self, meta: dict[str, Any]) -> None:
+        self.labels = list(meta.get("labels") or [])
+        self.preprocessing = dict(meta.get("preprocessing") or {})
+        if not self.preprocessing:
+            raise ConfigError("meta.json has no preprocessing, so the segmenter cannot be rebuilt; retrain it with "
+                              "tools/train.py, which records it")
+        self.inference = InferenceConfig(**(meta.get("inference") or {}))
+
+    def configure_data(self, data: SegmentationData) -> None:
+        data.use_trained(preprocessing=self.preprocessing, labels=self.labels)
+
+    def default_data(self, root: str) -> SegmentationData:
+        return SegmentationData(root=root, num_classes=len(self.labels), ignore_index=self.ignore_index)
+
     # -- steps ----------------------------------------------------------------------------------------------
     def coefficients(self, num_outputs: int) -> list[float]:
         """The loss coefficient of each of ``num_outputs`` training outputs."""

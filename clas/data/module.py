@@ -142,6 +142,7 @@ class ClassificationData(DataModule):
         self._train: ClassificationDataset | None = None
         self._val: ClassificationDataset | None = None
         self._val_built = False
+        self._fixed_spec: dict[str, Any] | None = None
 
     # -- labels -------------------------------------------------------------------------------------------
 
@@ -212,8 +213,18 @@ class ClassificationData(DataModule):
             return
         self.settings.update(taken)
 
+    def use_trained(self, *, preprocessing: dict[str, Any], labels: Sequence[str]) -> None:
+        """Read every split as a trained model expects: its eval preprocessing and its class names, index order
+        (image folders are matched by name, so another dataset with the same classes evaluates correctly)."""
+        self._fixed_spec = dict(preprocessing)
+        self._classes = list(labels)
+        if self.format == "imagefolder":
+            self._folder_classes = list(labels)
+
     def preprocess_spec(self) -> dict[str, Any]:
         """The eval preprocessing (see :func:`~oarkit.clas.data.transforms.preprocess_spec`)."""
+        if self._fixed_spec is not None:
+            return dict(self._fixed_spec)
         s = {k: DEFAULTS[k] if v is None else v for k, v in self.settings.items()}
         return preprocess_spec(s["image_size"], s["mean"], s["std"], s["crop_pct"], s["interpolation"])
 
@@ -243,6 +254,18 @@ class ClassificationData(DataModule):
                 logger.warning("No validation data at %s; training runs without evaluation", where)
             self._val_built = True
         return self._val
+
+    def splits(self) -> tuple[str, ...]:
+        return ("train", "val", "<folder or list file>")
+
+    def dataset(self, split: str) -> Dataset:
+        """A split with the eval preprocessing: ``train``, ``val``, or another split folder (image folders) or
+        list file (list format) inside ``root``."""
+        if self.format == "imagefolder":
+            folder = {"train": self.train_split, "val": self.val_split}.get(split, split)
+            return self._build(folder, "", build_eval_transform(self.preprocess_spec()))
+        list_file = {"train": self.train_list, "val": self.val_list}.get(split, split)
+        return self._build("", list_file, build_eval_transform(self.preprocess_spec()))
 
     def _val_exists(self) -> bool:
         if self.format == "imagefolder":

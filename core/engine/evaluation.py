@@ -16,9 +16,11 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset, Sampler, SequentialSampler
+from torch.utils.data import BatchSampler, DataLoader, Dataset, Sampler, SequentialSampler
 
+from oarkit.core.data.samplers import ResumableBatchSampler
 from oarkit.core.engine.metric import Metric
+from oarkit.core.engine.precision import Precision
 from oarkit.core.engine.task import DataModule, Task
 from oarkit.core.errors import ConfigError
 
@@ -56,6 +58,8 @@ def build_loader(dataset: Dataset, data: DataModule | None, task: Task, *, train
     drop_last = train and len(dataset) >= batch_size
     batches = data.batch_sampler(sampler, dataset, batch_size=batch_size, train=train, drop_last=drop_last) \
         if data is not None else None
+    if train:  # the Trainer skips the batches a mid-epoch checkpoint had done (indices only, nothing is loaded)
+        batches = ResumableBatchSampler(BatchSampler(sampler, batch_size, drop_last) if batches is None else batches)
     # No persistent workers: each epoch's workers must see the dataset's set_epoch() (augmentation seeds).
     if batches is not None:
         loader = DataLoader(dataset, batch_sampler=batches, num_workers=num_workers, collate_fn=task.collate,
@@ -138,13 +142,15 @@ def evaluate_run(source: str | Path, *, data_root: str | None = None, split: str
         batches: Iterable[Any] = tqdm(loader, desc=f"eval {split}", leave=False)
     except ImportError:  # pragma: no cover - tqdm is a dependency
         batches = loader
-    results, metric = run_evaluation(task, model, batches, device=dev)
+    # The run's precision: the metric logged in training was computed under it.
+    precision = Precision(str((trained.config.get("trainer") or {}).get("precision", "fp32")), dev)
+    results, metric = run_evaluation(task, model, batches, device=dev, autocast=precision.autocast)
     plots: list[str] = []
     if _draws_pictures(task):
         plot_dir = (Path(output_dir) if output_dir else trained.run_dir) / f"eval_{Path(split).stem}"
         plot_dir.mkdir(parents=True, exist_ok=True)
         plots = task.plot_metric(metric, str(plot_dir))
-    results.update({f"plot_{i}" if i else "plot": p for i, p in enumerate(plots)})
+    results.update({Path(p).stem: str(p) for p in plots})  # e.g. confusion_matrix: <run>/eval_val/...png
     results.update(model_dir=str(trained.folder), data_root=str(getattr(data, "root", data_root) or ""),
                    split=split)
     return results

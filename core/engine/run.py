@@ -7,12 +7,14 @@ another root when asked) configured by the restored task.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
+from torch.utils.data import Dataset
 
 from oarkit.core.engine.task import DataModule, Task
 from oarkit.core.errors import ConfigError, OarkitError
@@ -115,3 +117,14 @@ class TrainedModel:
             data.batch_size = data.eval_batch_size = int(batch_size)
         task.configure_data(data)
         return data
+
+    def dataset_factory(self, task: Task) -> Callable[[str, str], Dataset | None]:
+        """``(data_root, split) -> dataset`` with the evaluation preprocessing (export calibration and metrics);
+        ``None`` when neither the run nor the caller names a dataset."""
+
+        def make(root: str, split: str) -> Dataset | None:
+            if not (root or self.data_config().get("root")):
+                return None
+            return self.data_module(task, data_root=root or None).dataset(split)
+
+        return make

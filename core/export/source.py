@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
 from torch import nn
 from torch.utils.data import Dataset
 
+from oarkit.core.engine.run import TrainedModel
 from oarkit.core.engine.task import Task
 from oarkit.core.errors import OarkitError
 
-T = TypeVar("T", bound=Task)
+__all__ = ["DatasetFactory", "ExportSource", "TrainedModel", "resolve_export_source"]
 
 #: ``(data_root, split) -> dataset`` of model inputs with the eval preprocessing, in the task's batch format, or
 #: ``None`` when there is no such data (``data_root`` is ``""`` when nobody named one)
@@ -49,63 +49,6 @@ class ExportSource:
     calibration_split: str = "train"
     validation_split: str = "val"
     baseline: nn.Module | None = None
-
-
-@dataclass
-class TrainedModel:
-    """A model directory a kit exports from: the trained module, its meta.json and its resolved config.
-
-    Attributes:
-        folder: the model directory (a run's ``best/`` or ``last/``).
-        model: the trained module, in eval mode.
-        meta: the directory's ``meta.json``.
-        config: its ``config.yaml`` (empty when the directory has none).
-    """
-
-    folder: Path
-    model: nn.Module
-    meta: dict[str, Any]
-    config: DictConfig
-
-    @classmethod
-    def load(cls, folder: str | Path) -> TrainedModel:
-        from oarkit.core.engine.checkpoint import CONFIG_FILE, load_model_dir
-
-        folder = Path(folder)
-        model, meta = load_model_dir(folder)
-        config_file = folder / CONFIG_FILE
-        config = OmegaConf.load(config_file) if config_file.exists() else OmegaConf.create({})
-        return cls(folder=folder, model=model.eval(), meta=meta, config=config)
-
-    @property
-    def run_dir(self) -> Path:
-        """The run the directory belongs to (its parent for ``best/``, ``last/`` and their swap leftovers)."""
-        name = self.folder.name
-        return self.folder.parent if name in ("best", "last") or name.startswith(".") else self.folder
-
-    @property
-    def output_dir(self) -> Path:
-        """Where its exports go by default: ``<run>/export``."""
-        return self.run_dir / "export"
-
-    def data_config(self) -> dict[str, Any]:
-        """The scalar settings of the run's ``data`` section (root, format, list files, ...), unresolved."""
-        data = OmegaConf.to_container(self.config.get("data") or OmegaConf.create({}), resolve=False)
-        return {k: v for k, v in data.items() if isinstance(v, (str, int, float, bool, type(None)))}
-
-    def task(self, expected: type[T], default: Callable[[], T]) -> T:
-        """The run's task, rebuilt from its config (``default()`` when the config names none).
-
-        Raises:
-            OarkitError: the config names a task of another kind than ``expected``.
-        """
-        from oarkit.core.config import instantiate
-
-        task_cfg = self.config.get("task")
-        task = instantiate(task_cfg) if task_cfg is not None and "_target_" in task_cfg else default()
-        if not isinstance(task, expected):
-            raise OarkitError(f"{self.folder} was trained with {type(task).__name__}, not a {expected.__name__}")
-        return task
 
 
 def resolve_export_source(source: str | Path, *, from_model_dir: Callable[[TrainedModel], ExportSource],

@@ -66,6 +66,18 @@ class TextDataModule(DataModule):
         self._examples: dict[str, list[Any]] = {}
         self._datasets: dict[str, Dataset] = {}
 
+    @property
+    def eval_batch_size(self) -> int:  # type: ignore[override]
+        """Samples per evaluation loader batch: 1 when bucketing (each dataset item is a whole batch)."""
+        return 1 if self.bucket else self.examples_per_batch
+
+    @eval_batch_size.setter
+    def eval_batch_size(self, value: int | None) -> None:
+        """Examples per evaluation batch (set before the split is built)."""
+        if value:
+            self.examples_per_batch = int(value)
+            self.batch_size = 1 if self.bucket else self.examples_per_batch
+
     # -- files and examples -------------------------------------------------------------------------------
 
     def split_file(self, split: str) -> Path:

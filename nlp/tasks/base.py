@@ -25,7 +25,7 @@ from oarkit.nlp.data.module import TextDataModule
 from oarkit.nlp.deploy import FlatOutputs
 from oarkit.nlp.layer_decay import layerwise_lr_groups
 from oarkit.nlp.models.builder import encoder_of
-from oarkit.nlp.tokenizer import load_tokenizer, tokenizer_spec
+from oarkit.nlp.tokenizer import load_tokenizer, tokenizer_from_spec, tokenizer_spec
 
 logger = logging.getLogger(__name__)
 
@@ -44,16 +44,17 @@ class TransformerTask(Task):
         layerwise_lr_decay: per-layer learning-rate factor below the head (1: off); see :mod:`oarkit.nlp.layer_decay`.
     """
 
-    @property
-    def task_id(self) -> str:  # type: ignore[override]
-        """``nlp/<name>``: ``nlp/text_classification``, ``nlp/information_extraction``, ..."""
-        return f"nlp/{self.name}"
     #: the task's name in meta.json and Taskflow
     name: str = ""
     #: the head passed to the model factory (``None``: the factory has no heads, e.g. UIE)
     head: str | None = "sequence_classification"
     #: output fields of the export graph
     outputs: tuple[str, ...] = ("logits",)
+
+    @property
+    def task_id(self) -> str:  # type: ignore[override]
+        """``nlp/<name>``: ``nlp/text_classification``, ``nlp/information_extraction``, ..."""
+        return f"nlp/{self.name}"
 
     def __init__(self, model: str | Callable[..., nn.Module] = "nlp/ernie_3_0_medium_zh", *,
                  pretrained: bool | str = False, tokenizer: str | None = None, layerwise_lr_decay: float = 1.0) -> None:
@@ -136,6 +137,25 @@ class TransformerTask(Task):
         self.data_meta = dict(data_meta or {})
         self.uses_token_types = "token_type_ids" in tokenizer.model_input_names and self.pair_inputs()
         self.collator = self.build_collator(tokenizer)
+
+    def restore(self, meta: dict[str, Any]) -> None:
+        preprocessing = meta.get("preprocessing") or {}
+        if "tokenizer" not in preprocessing:
+            raise ConfigError("meta.json records no tokenizer, so the text model cannot be rebuilt; retrain it with "
+                              "tools/train.py, which records it")
+        self.attach(tokenizer_from_spec(preprocessing["tokenizer"]), labels=meta.get("labels", []),
+                    preprocessing=preprocessing,
+                    data_meta={k: meta[k] for k in ("pair", "prompt_lang", "schema") if k in meta})
+
+    def configure_data(self, data: TextDataModule) -> None:
+        data.configure(tokenizer=self.tokenizer)
+
+    def default_data(self, root: str) -> TextDataModule:
+        settings = {k: v for k, v in self.preprocessing.items() if k in ("max_length", "doc_stride")}
+        return self.data_module_class(root=root, **settings)
+
+    #: the data module of runs trained from Python without a data config
+    data_module_class: type[TextDataModule] = TextDataModule
 
     def pair_inputs(self) -> bool:
         """Whether the inputs are text pairs (then sentence types are an input of the export graph)."""

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from oarkit.core.errors import ConfigError
+from oarkit.nlp.data import TextClassificationData
 from oarkit.nlp.metrics import TextClassificationMetric, logits_of
 from oarkit.nlp.tasks.base import TransformerTask
 
@@ -21,6 +22,7 @@ class TextClassificationTask(TransformerTask):
     """
 
     name = "text_classification"
+    data_module_class = TextClassificationData
     head = "sequence_classification"
     outputs = ("logits",)
 

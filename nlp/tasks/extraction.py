@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from oarkit.core.errors import ConfigError
+from oarkit.nlp.data import InformationExtractionData
 from oarkit.nlp.metrics import PointerSpanMetric
 from oarkit.nlp.tasks.base import TransformerTask
 
@@ -21,6 +22,7 @@ class InformationExtractionTask(TransformerTask):
     """
 
     name = "information_extraction"
+    data_module_class = InformationExtractionData
     head = None  # UIE's own pointers
     outputs = ("start_logits", "end_logits")
 

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from oarkit.nlp.data import QuestionAnsweringData
 from oarkit.nlp.data.collate import WindowCollator
 from oarkit.nlp.metrics import SquadMetric
 from oarkit.nlp.tasks.base import TransformerTask
@@ -22,6 +23,7 @@ class QuestionAnsweringTask(TransformerTask):
     """
 
     name = "question_answering"
+    data_module_class = QuestionAnsweringData
     head = "question_answering"
     outputs = ("start_logits", "end_logits")
 

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from oarkit.nlp.data import TokenClassificationData
 from oarkit.nlp.data.features import IGNORE_INDEX
 from oarkit.nlp.metrics import SpanF1Metric, logits_of
 from oarkit.nlp.tasks.base import TransformerTask
@@ -20,6 +21,7 @@ class TokenClassificationTask(TransformerTask):
     """
 
     name = "token_classification"
+    data_module_class = TokenClassificationData
     head = "token_classification"
     outputs = ("logits",)
 

@@ -141,8 +141,15 @@ class SegmentationData(DataModule):
             if self.settings[key] is None and value is not None:
                 self.settings[key] = list(value)
 
+    def use_trained(self, *, preprocessing: dict[str, Any], labels: Sequence[str]) -> None:
+        """Read every split as a trained model expects: its evaluation preprocessing and its class names."""
+        self._fixed_spec = dict(preprocessing)
+        self._classes = list(labels)
+
     def preprocess_spec(self) -> dict[str, Any]:
         """The evaluation preprocessing (see :func:`~oarkit.seg.data.transforms.preprocess_spec`)."""
+        if getattr(self, "_fixed_spec", None) is not None:
+            return dict(self._fixed_spec)
         return preprocess_spec(self.settings["mean"] or DEFAULT_MEAN, self.settings["std"] or DEFAULT_STD,
                                self.crop_size, self.val_resize)
 
@@ -158,8 +165,12 @@ class SegmentationData(DataModule):
         return {"cityscapes": cityscapes_samples, "ade20k": ade20k_samples, "voc": voc_samples}[self.format](
             self.root, name)
 
-    def dataset(self, split: str, transform: Any) -> SegmentationDataset:
-        """A :class:`SegmentationDataset` of ``split`` with ``transform``."""
+    def splits(self) -> tuple[str, ...]:
+        return ("train", "val", "<list file>" if self.format == "list" else "<split folder>")
+
+    def dataset(self, split: str, transform: Any = None) -> SegmentationDataset:
+        """A :class:`SegmentationDataset` of ``split`` with ``transform`` (default: the evaluation preprocessing)."""
+        transform = build_eval_transform(self.preprocess_spec()) if transform is None else transform
         return SegmentationDataset(self.samples(split), transform, num_classes=self.num_classes,
                                    ignore_index=self.ignore_index, reduce_zero_label=self.format == "ade20k",
                                    seed=self.seed, source=f"{self.root} ({split})")

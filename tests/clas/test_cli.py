@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from safetensors.torch import load_file
 
@@ -29,6 +30,8 @@ def test_train_eval_predict_summary(tiny_overrides, shapes_root, tmp_path, capsy
     out = capsys.readouterr().out
     results = json.loads(out[out.index("{"):])
     assert results["num_samples"] == 12 and Path(results["confusion_matrix"]).exists()
+    # one evaluation path: the number oarkit eval gives is the number training logged for best/
+    assert results["top1"] == pytest.approx(meta["metrics"]["top1"], abs=1e-9)
 
     images = [str(shapes_root / "val" / k / "000.png") for k in ("circle", "square")]
     assert main(["predict", str(run), *images, "--topk", "2", "--save-dir", str(tmp_path / "pred")]) == 0

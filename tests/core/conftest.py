@@ -50,13 +50,37 @@ class Accuracy(Metric):
         return {"acc": 100.0 * float(self.state["correct"]) / max(1, int(self.state["total"]))}
 
 
+class RankingAUC(Metric):
+    """A metric of the COCO-mAP kind: it needs every sample at once (per-sample results, gathered across ranks).
+
+    The AUC of class 0's score against the rest: the fraction of (class 0, other) pairs ranked correctly.
+    """
+
+    main_indicator = "auc"
+
+    def reset(self) -> None:
+        self.results = []
+
+    def update(self, outputs: torch.Tensor, batch: Any) -> None:
+        scores = outputs.float().softmax(-1)[:, 0].cpu().tolist()
+        self.results += list(zip(scores, (batch[1].cpu() == 0).tolist()))
+
+    def compute(self) -> dict[str, Any]:
+        pos = [s for s, positive in self.results if positive]
+        neg = [s for s, positive in self.results if not positive]
+        pairs = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+        return {"auc": pairs / max(1, len(pos) * len(neg)), "samples": len(self.results)}
+
+
 class ToyTask(Task):
     """An MLP with BatchNorm and dropout (both matter for exact resume); can inject a NaN loss."""
 
     task_id = "toy"
 
-    def __init__(self, *, norm: bool = True, dropout: float = 0.1, nan_at_step: int | None = None) -> None:
+    def __init__(self, *, norm: bool = True, dropout: float = 0.1, nan_at_step: int | None = None,
+                 metric: str = "accuracy") -> None:
         self.norm, self.dropout, self.nan_at_step = norm, dropout, nan_at_step
+        self.metric = metric
         self.steps = 0
         self.autocast_dtypes: list[torch.dtype] = []
 
@@ -81,7 +105,7 @@ class ToyTask(Task):
         return model(batch[0]).float()
 
     def build_metric(self) -> Metric:
-        return Accuracy()
+        return RankingAUC() if self.metric == "auc" else Accuracy()
 
 
 def make_trainer(tmp_path, *, task: ToyTask | None = None, data: BlobData | None = None, **kwargs):
@@ -103,4 +127,5 @@ def toy():
     """The toy classes, for tests that need more than one trainer."""
     import types
 
-    return types.SimpleNamespace(BlobData=BlobData, ToyTask=ToyTask, Accuracy=Accuracy, make_trainer=make_trainer)
+    return types.SimpleNamespace(BlobData=BlobData, ToyTask=ToyTask, Accuracy=Accuracy, RankingAUC=RankingAUC,
+                                 make_trainer=make_trainer)

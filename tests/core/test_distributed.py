@@ -43,7 +43,8 @@ class DieOnce(Callback):
 
 if args.get("die"):
     callbacks.append(DieOnce())
-trainer = toy.make_trainer(Path(args["out"]), task=toy.ToyTask(norm=args.get("norm", False), dropout=0.0),
+trainer = toy.make_trainer(Path(args["out"]), task=toy.ToyTask(norm=args.get("norm", False), dropout=0.0,
+                                                               metric=args.get("metric", "accuracy")),
                            data=toy.BlobData(n=args.get("n", 128), batch_size=args["batch"]),
                            max_epochs=args.get("epochs", 2), accumulate_grad_batches=args.get("accumulate", 1),
                            strategy=args.get("strategy", "ddp"), callbacks=callbacks, resume=args.get("resume", False),
@@ -92,8 +93,9 @@ def torchrun(tmp_path: Path, args: dict, *, nproc: int = 2, extra: tuple[str, ..
     return proc
 
 
-def single(toy, out: Path, *, batch: int, accumulate: int = 1, n: int = 128, epochs: int = 2, **kw):
-    trainer = toy.make_trainer(out, task=toy.ToyTask(norm=False, dropout=0.0),
+def single(toy, out: Path, *, batch: int, accumulate: int = 1, n: int = 128, epochs: int = 2, metric: str = "accuracy",
+           **kw):
+    trainer = toy.make_trainer(out, task=toy.ToyTask(norm=False, dropout=0.0, metric=metric),
                                data=toy.BlobData(n=n, batch_size=batch), max_epochs=epochs,
                                accumulate_grad_batches=accumulate,
                                optimizer=lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), **kw)
@@ -130,6 +132,17 @@ def test_metric_is_reduced_to_the_single_process_number(tmp_path, toy):
     trainer = single(toy, tmp_path / "one", batch=16, n=100, epochs=1)
     trainer.model.load_state_dict(load_file(str(tmp_path / "ddp" / "run" / "last" / "model.safetensors")))
     assert trainer.evaluate()["acc"] == pytest.approx(reduced, abs=1e-9)
+
+
+def test_per_sample_results_are_gathered_to_the_single_process_number(tmp_path, toy):
+    # A ranking AUC needs every sample at once: per-rank AUCs cannot be combined, gathered results can.
+    torchrun(tmp_path / "ddp", {"out": str(tmp_path / "ddp"), "batch": 8, "n": 100, "epochs": 1, "metric": "auc"})
+    gathered = json.loads((tmp_path / "ddp" / "result.json").read_text())["metrics"]
+    trainer = single(toy, tmp_path / "one", batch=16, n=100, epochs=1, metric="auc")
+    trainer.model.load_state_dict(load_file(str(tmp_path / "ddp" / "run" / "last" / "model.safetensors")))
+    expected = trainer.evaluate()
+    assert gathered["samples"] == expected["samples"] == 25
+    assert gathered["auc"] == pytest.approx(expected["auc"], abs=1e-9)
 
 
 def test_batchnorm_statistics_agree_across_ranks_and_with_the_checkpoint(tmp_path, toy):

@@ -39,6 +39,8 @@ def test_train_eval_predict_summary(trained_run, shapes_root, tmp_path, capsys):
     results = json.loads(out[out.index("{"):])
     assert results["num_pixels"] == 6 * 64 * 64 and len(results["class_iou"]) == 4
     assert Path(results["confusion_matrix"]).exists() and 0 <= results["miou"] <= 1
+    # one evaluation path: the number oarkit eval gives is the number training logged for best/
+    assert results["miou"] == pytest.approx(meta["metrics"]["miou"], abs=1e-9)
 
     images = [str(shapes_root / "images" / "val" / f"0000{i}.jpg") for i in (0, 1)]
     assert main(["predict", str(trained_run), *images, "--save-dir", str(tmp_path / "pred")]) == 0
