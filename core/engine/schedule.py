@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -10,6 +11,8 @@ from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LambdaLR
 
 from oarkit.core.errors import ConfigError, did_you_mean
+
+logger = logging.getLogger(__name__)
 
 DECAYS = ("cosine", "linear", "poly", "step", "constant")
 
@@ -54,33 +57,57 @@ class _ScheduleLR(LambdaLR):
         return state
 
 
-def WarmupLR(optimizer: Optimizer, *, steps_per_epoch: int, max_epochs: int, decay: str = "cosine",
-             warmup_epochs: float = 0.0, warmup_start_factor: float = 0.01, min_lr_ratio: float = 0.0,
+def WarmupLR(optimizer: Optimizer, *, steps_per_epoch: int, max_epochs: float | None = None,
+             total_steps: int | None = None, decay: str = "cosine", warmup_epochs: float = 0.0,
+             warmup_iters: int = 0, warmup_start_factor: float = 0.01, min_lr_ratio: float = 0.0,
              milestones: Sequence[float] = (), gamma: float = 0.1, power: float = 0.9) -> LambdaLR:
     """Linear warm-up, then cosine, linear, polynomial, step or constant decay over the whole run.
 
-    Configs name it with ``_partial_: true``; the Trainer supplies the optimizer and the run length.
+    Configs name it with ``_partial_: true``; the Trainer supplies the optimizer and the run length
+    (``steps_per_epoch``, ``max_epochs`` and ``total_steps``: a run counted in iterations knows its steps, one
+    counted in epochs its epochs).
 
     Args:
         optimizer: the optimizer whose learning rates are scaled.
-        steps_per_epoch: optimizer steps in one epoch (after gradient accumulation).
-        max_epochs: length of the run.
+        steps_per_epoch: optimizer steps in one epoch (after gradient accumulation); converts the epoch-valued
+            settings (``warmup_epochs``, ``milestones``) to steps.
+        max_epochs: length of the run in epochs, when ``total_steps`` is not given.
+        total_steps: length of the run in optimizer steps (``trainer.max_iters``); wins over ``max_epochs``.
         decay: ``cosine``, ``linear``, ``poly`` (``(1 - progress) ** power``, PaddleSeg's default), ``step``
             (multiply by ``gamma`` at each milestone epoch) or ``constant``.
         warmup_epochs: epochs of linear warm-up from ``warmup_start_factor`` times the base LR (may be fractional).
+        warmup_iters: optimizer steps of linear warm-up (PaddleSeg's ``warmup_iters``); set it or
+            ``warmup_epochs``, not both.
         warmup_start_factor: the LR multiplier at step 0.
-        min_lr_ratio: the final LR of cosine and linear decay, as a fraction of the base LR.
+        min_lr_ratio: the final LR of cosine, linear and poly decay, as a fraction of the base LR.
         milestones: epochs at which ``step`` decay multiplies the LR by ``gamma``.
         gamma: the factor of ``step`` decay.
         power: the exponent of ``poly`` decay.
+
+    Raises:
+        ConfigError: an unknown decay, a negative or doubly given warm-up, or no run length.
     """
     if decay not in DECAYS:
         raise ConfigError(f"scheduler.decay={decay!r} is not one of {DECAYS}.{did_you_mean(decay, DECAYS)}")
     if warmup_epochs < 0 or not 0 < warmup_start_factor <= 1:
         raise ConfigError("scheduler.warmup_epochs must be >= 0 and warmup_start_factor in (0, 1], got "
                           f"{warmup_epochs} and {warmup_start_factor}")
-    factor = _Factor(total=steps_per_epoch * max_epochs, warmup=round(warmup_epochs * steps_per_epoch),
-                     decay=decay, warmup_start_factor=warmup_start_factor, min_lr_ratio=min_lr_ratio,
-                     milestones=tuple(round(m * steps_per_epoch) for m in milestones), gamma=gamma,
-                     power=float(power))
+    if warmup_iters < 0 or int(warmup_iters) != warmup_iters:
+        raise ConfigError(f"scheduler.warmup_iters must be a whole number >= 0, got {warmup_iters}")
+    if warmup_iters and warmup_epochs:
+        raise ConfigError(f"scheduler.warmup_iters={warmup_iters} and scheduler.warmup_epochs={warmup_epochs} are "
+                          "both set; give the warm-up in one unit (set the other to 0)")
+    if total_steps is None:
+        if max_epochs is None:
+            raise ConfigError("WarmupLR needs the run length: total_steps (iterations) or max_epochs")
+        total_steps = round(steps_per_epoch * max_epochs)
+    if total_steps < 1:
+        raise ConfigError(f"the schedule needs at least one optimizer step, got total_steps={total_steps}")
+    warmup = int(warmup_iters) or round(warmup_epochs * steps_per_epoch)
+    if warmup > total_steps:
+        logger.warning("the warm-up (%d steps) is longer than the run (%d steps): the LR never reaches its base "
+                       "value", warmup, total_steps)
+    factor = _Factor(total=int(total_steps), warmup=warmup, decay=decay, warmup_start_factor=warmup_start_factor,
+                     min_lr_ratio=min_lr_ratio, milestones=tuple(round(m * steps_per_epoch) for m in milestones),
+                     gamma=gamma, power=float(power))
     return _ScheduleLR(optimizer, factor)

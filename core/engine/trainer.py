@@ -1,8 +1,9 @@
-"""The Trainer: one kit-agnostic loop of epochs over a Task, with everything engineering around it.
+"""The Trainer: one kit-agnostic loop over a Task, counted in epochs or in iterations, with everything engineering
+around it.
 
-Mixed precision, gradient accumulation and clipping, EMA, evaluation every N epochs, best / last / keep-N
-checkpoints, exact resume, a non-finite-loss guard and the loggers all live here; the model, its losses and
-its metric are the task's.
+Mixed precision, gradient accumulation and clipping, EMA, evaluation every N epochs or iterations, best / last /
+keep-N checkpoints, exact resume (mid-epoch too), a non-finite-loss guard and the loggers all live here; the model,
+its losses and its metric are the task's.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from torch import nn
 from torch.utils.data import DataLoader, DistributedSampler, SequentialSampler
 
 from oarkit.core import distributed
+from oarkit.core.data.seeds import sample_seed
 from oarkit.core.engine import checkpoint as ckpt
 from oarkit.core.engine.callbacks import (
     Callback,
@@ -75,15 +77,23 @@ class Trainer:
         task: the kit's task (model, losses, metric).
         data: the kit's data module (datasets, batch size, workers).
         output_dir: the run directory (``best/``, ``last/``, logs, curves).
-        max_epochs: epochs to train.
+        max_epochs: epochs to train. Set this or ``max_iters``, not both (neither: 10 epochs).
+        max_iters: optimizer steps to train (PaddleSeg's ``iters``): the run stops mid-epoch when they are done,
+            whatever the dataset size. A history row (losses, LR, evaluation when due) and ``last/`` are written
+            at every evaluation or checkpoint interval and at the end.
         precision: ``fp32``, ``bf16`` or ``fp16`` (autocast; a GradScaler for fp16 only).
         optimizer: builds the optimizer from parameter groups (a ``_partial_`` config); AdamW(1e-3) if omitted.
-        scheduler: builds the LR schedule as ``scheduler(optimizer, steps_per_epoch=, max_epochs=)``.
+        scheduler: builds the LR schedule as ``scheduler(optimizer, steps_per_epoch=, max_epochs=, total_steps=)``
+            (``total_steps``: optimizer steps of the whole run).
         accumulate_grad_batches: batches whose gradients add up before each optimizer step.
         clip_grad_norm: clip the global gradient norm to this value (and stop on a non-finite norm).
         ema_decay: keep an EMA of the weights with this decay; it is what gets evaluated and saved.
-        eval_every: evaluate every N epochs (and always after the last one).
-        keep_last: also keep the last N epochs' model directories under ``checkpoints/`` (0: none).
+        eval_every: evaluate every N epochs (and always after the last one); runs counted in epochs.
+        eval_every_iters: evaluate (and checkpoint) every N iterations, and always at ``max_iters``; runs counted
+            in iterations (PaddleSeg's ``save_interval``). ``None``: at the end only.
+        checkpoint_every_iters: write ``last/`` every N iterations besides each evaluation; runs counted in
+            iterations. ``None``: at each evaluation and at the end.
+        keep_last: also keep the last N checkpoints' model directories under ``checkpoints/`` (0: none).
         early_stopping_patience: stop after this many evaluations without improvement (None: never).
         early_stopping_min_delta: the smallest change that counts as an improvement.
         seed: seed of every RNG, the shuffling order and the augmentations.
@@ -102,28 +112,52 @@ class Trainer:
         resume: continue from ``<output_dir>/last`` (``True``) or from the given ``last/`` directory.
     """
 
-    def __init__(self, task: Task, data: DataModule, *, output_dir: str | Path = "runs/exp", max_epochs: int = 10,
+    def __init__(self, task: Task, data: DataModule, *, output_dir: str | Path = "runs/exp",
+                 max_epochs: int | None = None, max_iters: int | None = None,
                  precision: Literal["fp32", "bf16", "fp16"] = "fp32", optimizer: OptimizerFactory | None = None,
                  scheduler: SchedulerFactory | None = None, accumulate_grad_batches: int = 1,
                  clip_grad_norm: float | None = None, ema_decay: float | None = None, eval_every: int = 1,
+                 eval_every_iters: int | None = None, checkpoint_every_iters: int | None = None,
                  keep_last: int = 0, early_stopping_patience: int | None = None,
                  early_stopping_min_delta: float = 0.0, seed: int = 0, deterministic: bool = False,
                  device: str = "auto", compile: bool = False, decay_norm_and_bias: bool = False,
                  log_every: int = 10, progress: bool = True, tensorboard: bool = True,
                  strategy: Literal["ddp", "fsdp"] = "ddp", sync_batchnorm: bool = False,
                  callbacks: Sequence[Callback] = (), config: Any = None, resume: bool | str | Path = False) -> None:
-        minimums = {"max_epochs": (max_epochs, 1), "accumulate_grad_batches": (accumulate_grad_batches, 1),
-                    "eval_every": (eval_every, 1), "keep_last": (keep_last, 0), "log_every": (log_every, 1)}
+        if max_epochs is not None and max_iters is not None:
+            raise ConfigError(f"trainer.max_epochs={max_epochs} and trainer.max_iters={max_iters} are both set; "
+                              "exactly one of them sets the run length: add trainer.max_epochs=null (to count "
+                              "iterations) or trainer.max_iters=null (to count epochs)")
+        if max_iters is None:
+            for key, value in (("eval_every_iters", eval_every_iters), ("checkpoint_every_iters",
+                                                                          checkpoint_every_iters)):
+                if value is not None:
+                    raise ConfigError(f"trainer.{key}={value} counts iterations but this run counts epochs; set "
+                                      f"trainer.max_iters (and trainer.max_epochs=null), or use trainer.eval_every "
+                                      "(epochs)")
+        if max_epochs is None and max_iters is None:
+            max_epochs = 10
+        minimums = {"max_epochs": (max_epochs, 1), "max_iters": (max_iters, 1),
+                    "accumulate_grad_batches": (accumulate_grad_batches, 1), "eval_every": (eval_every, 1),
+                    "eval_every_iters": (eval_every_iters, 1), "checkpoint_every_iters": (checkpoint_every_iters, 1),
+                    "keep_last": (keep_last, 0), "log_every": (log_every, 1)}
         for key, (value, low) in minimums.items():
-            if int(value) < low:
-                raise ConfigError(f"trainer.{key} must be at least {low}, got {value}")
+            if value is None:
+                continue
+            if isinstance(value, bool) or int(value) != value or int(value) < low:
+                raise ConfigError(f"trainer.{key} must be a whole number of at least {low}, got {value}")
         if clip_grad_norm is not None and clip_grad_norm <= 0:
             raise ConfigError(f"trainer.clip_grad_norm must be positive or null, got {clip_grad_norm}")
         if ema_decay is not None and not 0 < ema_decay < 1:
             raise ConfigError(f"trainer.ema_decay must lie in (0, 1) or be null, got {ema_decay}")
         self.task, self.data = task, data
         self.output_dir = Path(output_dir)
-        self.max_epochs = int(max_epochs)
+        #: the run length in iterations (optimizer steps), or ``None`` for a run counted in epochs
+        self.max_iters = None if max_iters is None else int(max_iters)
+        #: epochs to train; for a run counted in iterations, the epochs it spans (known once set up)
+        self.max_epochs = None if max_epochs is None else int(max_epochs)
+        self.eval_every_iters = None if eval_every_iters is None else int(eval_every_iters)
+        self.checkpoint_every_iters = None if checkpoint_every_iters is None else int(checkpoint_every_iters)
         self.device = self._pick_device(device)
         self.precision = Precision(precision, self.device)
         self.optimizer_factory = optimizer or (lambda params: torch.optim.AdamW(params, lr=1e-3))
@@ -153,10 +187,17 @@ class Trainer:
         self.best_metric: float | None = None
         self.best_rank: list[float] | None = None  # Metric.rank of the best result (main, then tie breaker)
         self.best_epoch: int | None = None
+        self.best_iter: int | None = None
         self.history: list[dict[str, Any]] = []
         self.should_stop = False
         self.artifacts: dict[str, str] = {}
         self._is_setup = False
+        # The history row in progress: loss sums and batches since the last row, and when it began.
+        self._row_totals: dict[str, float] = defaultdict(float)
+        self._row_batches = 0
+        self._row_started = time.perf_counter()
+        self._batches_done = 0  # batches of the current epoch done at the last row (the mid-epoch resume point)
+        self._resume_batch = 0  # batches of the first epoch to skip after a mid-epoch resume
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -204,6 +245,9 @@ class Trainer:
         self.val_loader = self._loader(val, train=False) if val is not None else None
         self.batches_per_epoch = len(self.train_loader)
         steps_per_epoch = math.ceil(self.batches_per_epoch / self.accumulate)
+        if self.max_iters is not None:  # the epochs a run counted in iterations spans (progress bars, logs)
+            self.max_epochs = math.ceil(self.max_iters / steps_per_epoch)
+        total_steps = self.max_iters if self.max_iters is not None else steps_per_epoch * self.max_epochs
         self.ema = ModelEMA(self.model, self.ema_decay) if self.ema_decay else None
         wrapped = distributed.wrap_model(self.model, self.dist, strategy=self.strategy, precision=self.precision.name,
                                          sync_batchnorm=self.sync_batchnorm, device=self.device)
@@ -214,7 +258,8 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = group["lr"] * group.pop("lr_scale", 1.0)
         self.scheduler = (self.scheduler_factory(self.optimizer, steps_per_epoch=steps_per_epoch,
-                                                 max_epochs=self.max_epochs) if self.scheduler_factory else None)
+                                                 max_epochs=self.max_epochs, total_steps=total_steps)
+                          if self.scheduler_factory else None)
         self.train_model = torch.compile(wrapped) if self.compile else wrapped
         self._is_setup = True
         restarted = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0
@@ -252,18 +297,20 @@ class Trainer:
                 getattr(cb, event)(self, *args)
 
     def fit(self) -> dict[str, Any]:
-        """Train for the remaining epochs; returns a summary (best metric, directories, curves)."""
+        """Train for the remaining epochs or iterations; returns a summary (best metric, directories, curves)."""
         self.setup()
-        started = time.perf_counter()
+        started = self._row_started = time.perf_counter()
         if self.is_main:
             self.output_dir.mkdir(parents=True, exist_ok=True)
         self._emit("on_fit_start")
         try:
-            for epoch in range(self.start_epoch, self.max_epochs):
+            epoch = self.start_epoch
+            while not self._finished(epoch):
                 self.epoch = epoch
                 self._run_epoch(epoch)
                 if self.should_stop:
                     break
+                epoch += 1
         except TrainingError as err:
             self._emit("on_exception", err)
             self._emit("on_fit_end")
@@ -277,36 +324,71 @@ class Trainer:
         self._emit("on_fit_end")
         return self.summary(time.perf_counter() - started)
 
+    def _finished(self, epoch: int) -> bool:
+        """Whether the run is complete before ``epoch`` (``max_iters`` steps done, or ``max_epochs`` epochs)."""
+        if self.max_iters is not None:
+            return self.global_step >= self.max_iters
+        return epoch >= self.max_epochs
+
     def _run_epoch(self, epoch: int) -> None:
-        tic = time.perf_counter()
+        """One epoch (its rest after a mid-epoch resume). A run counted in epochs closes a history row at its end
+        (evaluation when due, checkpoints); one counted in iterations closes rows at its intervals."""
         self._emit("on_train_epoch_start", epoch)
-        train_logs = self.train_one_epoch(epoch)
+        self.train_one_epoch(epoch)
+        if self.max_iters is None:
+            due = (epoch + 1) % self.eval_every == 0 or epoch + 1 == self.max_epochs
+            self._end_row(epoch, evaluate=self.val_loader is not None and due)
+
+    def _row_due(self) -> tuple[bool, bool]:
+        """After an optimizer step of a run counted in iterations: ``(close a row, evaluate in it)``."""
+        step, last = self.global_step, self.global_step >= self.max_iters
+        evaluate = self.val_loader is not None and (
+            last or (self.eval_every_iters is not None and step % self.eval_every_iters == 0))
+        save = last or evaluate or (self.checkpoint_every_iters is not None and step % self.checkpoint_every_iters == 0)
+        return save, evaluate
+
+    def _end_row(self, epoch: int, *, evaluate: bool) -> None:
+        """Close a history row: the mean losses since the last row, the LR, the metric when ``evaluate``, then
+        the checkpoints (every row writes ``last/``) and ``on_train_epoch_end`` with the row."""
         if self.dist.enabled:  # one set of BatchNorm statistics, evaluated and saved alike by every rank
             with torch.no_grad():
                 for module in (self.model, *([self.ema.module] if self.ema is not None else [])):
                     distributed.average_buffers(module, self.device)
-        row: dict[str, Any] = {"epoch": epoch + 1, **{f"train_{k}": v for k, v in train_logs.items()},
-                               "lr": self.current_lr}
+        means = {k: v / max(1, self._row_batches) for k, v in self._row_totals.items()}
+        row: dict[str, Any] = {"epoch": epoch + 1, "iter": self.global_step,
+                               **{f"train_{k}": v for k, v in means.items()}, "lr": self.current_lr}
         metrics = None
-        if self.val_loader is not None and ((epoch + 1) % self.eval_every == 0 or epoch + 1 == self.max_epochs):
+        if evaluate:
             metrics = self.evaluate()
             row.update({f"val_{k}": v for k, v in metrics.items()})
-        row["epoch_time_s"] = time.perf_counter() - tic
+        row["epoch_time_s" if self.max_iters is None else "interval_time_s"] = time.perf_counter() - self._row_started
         self.history.append(row)
         self._save_checkpoints(epoch, metrics)
+        self._row_totals, self._row_batches = defaultdict(float), 0
+        self._row_started = time.perf_counter()
         self._emit("on_train_epoch_end", row)
 
     def train_one_epoch(self, epoch: int) -> dict[str, float]:
-        """One pass over the training set; returns the mean of each loss."""
+        """One pass over the training set: the rest of it after a mid-epoch resume, and in a run counted in
+        iterations no further than ``max_iters``, closing a history row at every interval.
+
+        Returns:
+            The mean of each loss over the batches since the last history row.
+        """
         self.model.train()
         for sampler in (self.train_loader.index_sampler, self.train_loader.batch_sampler):
             if hasattr(sampler, "set_epoch"):
                 sampler.set_epoch(epoch)
         if hasattr(self.train_loader.dataset, "set_epoch"):
             self.train_loader.dataset.set_epoch(epoch)
-        totals: dict[str, float] = defaultdict(float)
+        # Loader workers are seeded from (seed, epoch, rank), not from the global RNG: making the iterator leaves
+        # the global RNG (dropout) alone, so a run resumed mid-epoch draws what the uninterrupted run drew.
+        self.train_loader.generator = torch.Generator().manual_seed(sample_seed(self.seed, epoch, self.dist.rank))
+        start, self._resume_batch = self._resume_batch, 0
+        if hasattr(self.train_loader.batch_sampler, "skip"):  # the order depends on (seed, epoch) only
+            self.train_loader.batch_sampler.skip(start)
         n = len(self.train_loader)
-        for i, batch in enumerate(self.train_loader):
+        for i, batch in enumerate(self.train_loader, start=start):
             batch = move_to(batch, self.device)
             step_now = (i + 1) % self.accumulate == 0 or i + 1 == n
             with distributed.gradient_sync(self.train_model, step_now):
@@ -322,9 +404,17 @@ class Trainer:
             if step_now:
                 self._optimizer_step(epoch, i)
             for k, v in values.items():
-                totals[k] += v
+                self._row_totals[k] += v
+            self._row_batches += 1
+            self._batches_done = i + 1
             self._emit("on_train_batch_end", values, i)
-        return {k: v / max(1, n) for k, v in totals.items()}
+            if step_now and self.max_iters is not None:
+                save, evaluate = self._row_due()
+                if save:
+                    self._end_row(epoch, evaluate=evaluate)
+                if self.global_step >= self.max_iters or self.should_stop:
+                    break
+        return {k: v / max(1, self._row_batches) for k, v in self._row_totals.items()}
 
     def _mean_over_ranks(self, losses: dict[str, torch.Tensor]) -> dict[str, float]:
         """Loss values as floats, averaged over ranks (so every rank sees, logs and guards the same numbers)."""
@@ -353,8 +443,11 @@ class Trainer:
 
     def _non_finite(self, epoch: int, batch_idx: int, what: str) -> None:
         last = self.output_dir / "last"
-        kept = f"the last good checkpoint is {last} (epoch {self.history[-1]['epoch']})" if self.history \
-            else "no checkpoint was written yet"
+        kept = "no checkpoint was written yet"
+        if self.history:
+            row = self.history[-1]
+            where = f"epoch {row['epoch']}" + (f", iteration {row['iter']}" if self.max_iters is not None else "")
+            kept = f"the last good checkpoint is {last} ({where})"
         raise TrainingError(f"training stopped at epoch {epoch + 1}, batch {batch_idx + 1}: the {what}; {kept}. "
                             "Lower the learning rate, set trainer.clip_grad_norm (e.g. 1.0), or use "
                             "trainer.precision=bf16 instead of fp16.")
@@ -402,16 +495,21 @@ class Trainer:
 
         if self.config is not None:
             return OmegaConf.to_yaml(self.config, resolve=True)
+        length = {"max_iters": self.max_iters} if self.max_iters is not None else {"max_epochs": self.max_epochs}
         return OmegaConf.to_yaml({"output_dir": str(self.output_dir), "trainer": {
-            "max_epochs": self.max_epochs, "precision": self.precision.name, "seed": self.seed}})
+            **length, "precision": self.precision.name, "seed": self.seed}})
 
     def _train_state(self) -> dict[str, Any]:
+        # Where to go on: the next epoch, or within this one after the batches done (its order is (seed, epoch)'s).
+        mid_epoch = 0 < self._batches_done < self.batches_per_epoch
         state = {
-            "epoch": self.epoch + 1,
+            "epoch": self.epoch if mid_epoch else self.epoch + 1,
+            "batches_done": self._batches_done if mid_epoch else 0,
             "global_step": self.global_step,
             "best_metric": self.best_metric,
             "best_rank": self.best_rank,
             "best_epoch": self.best_epoch,
+            "best_iter": self.best_iter,
             "history": self.history,
             "optimizer": distributed.full_optimizer_state(self.model, self.optimizer),
             "scheduler": self.scheduler.state_dict() if self.scheduler else None,
@@ -431,6 +529,7 @@ class Trainer:
             improved = self.best_rank is None or rank > self.best_rank
             if improved:
                 self.best_metric, self.best_rank, self.best_epoch = float(metrics[self.main_indicator]), rank, epoch + 1
+                self.best_iter = self.global_step
         # Gathering is collective (FSDP shards, per-rank RNG): every rank takes part, rank zero writes.
         weights = distributed.full_model_state(self.eval_model)
         train_state = self._train_state()
@@ -444,10 +543,12 @@ class Trainer:
         if self.keep_last:
             kept = self.output_dir / "checkpoints"
             kept.mkdir(exist_ok=True)
-            ckpt.write_model_dir(kept / f"epoch_{epoch + 1:04d}", weights=weights, meta=meta, config_yaml=config)
-            for old in sorted(p for p in kept.iterdir() if p.name.startswith("epoch_"))[:-self.keep_last]:
+            prefix = "epoch_" if self.max_iters is None else "iter_"
+            name = f"epoch_{epoch + 1:04d}" if self.max_iters is None else f"iter_{self.global_step:07d}"
+            ckpt.write_model_dir(kept / name, weights=weights, meta=meta, config_yaml=config)
+            for old in sorted(p for p in kept.iterdir() if p.name.startswith(prefix))[:-self.keep_last]:
                 shutil.rmtree(old)
-        # last/ goes last: when it names epoch N, everything of epoch N is on disk.
+        # last/ goes last: when it names step N, everything of step N is on disk.
         self._emit("on_checkpoint", ckpt.write_model_dir(self.output_dir / "last", weights=weights, meta=meta,
                                                            config_yaml=config, train_state=train_state))
         distributed.barrier()
@@ -473,8 +574,10 @@ class Trainer:
             if f"{i}:{type(cb).__name__}" in saved:
                 cb.load_state_dict(saved[f"{i}:{type(cb).__name__}"])
         self.start_epoch = self.epoch = int(state["epoch"])
+        self._resume_batch = self._batches_done = int(state.get("batches_done", 0))
         self.global_step = int(state["global_step"])
         self.best_metric, self.best_epoch = state["best_metric"], state["best_epoch"]
+        self.best_iter = state.get("best_iter")
         self.best_rank = state.get("best_rank") or (
             None if self.best_metric is None else self.metric_template.rank({self.main_indicator: self.best_metric}))
         self.history = list(state["history"])
@@ -484,10 +587,12 @@ class Trainer:
         else:  # another world size: fresh, still deterministic, streams per rank
             logger.info("resuming with %d processes instead of %d", self.dist.world_size, len(rngs))
             seed_everything(self.seed + 1000 * self.start_epoch + self.dist.rank)
-        logger.info("resumed from %s at epoch %d (step %d)", last, self.start_epoch, self.global_step)
-        if self.start_epoch >= self.max_epochs:
-            logger.info("the run already finished its %d epochs; raise trainer.max_epochs to train on",
-                        self.max_epochs)
+        logger.info("resumed from %s at epoch %d%s (step %d)", last, self.start_epoch + (self._resume_batch > 0),
+                    f", batch {self._resume_batch + 1}" if self._resume_batch else "", self.global_step)
+        if self._finished(self.start_epoch):
+            length = (f"{self.max_iters} iterations; raise trainer.max_iters" if self.max_iters is not None
+                      else f"{self.max_epochs} epochs; raise trainer.max_epochs")
+            logger.info("the run already finished its %s to train on", length)
 
     def summary(self, wall_s: float | None = None) -> dict[str, Any]:
         """What the run produced: best metric and epoch, the directories, the curves PNG."""
@@ -495,7 +600,8 @@ class Trainer:
             "main_indicator": self.main_indicator,
             "best_metric": self.best_metric,
             "best_epoch": self.best_epoch,
-            "epochs_run": len(self.history),
+            "epochs_run": int(self.history[-1]["epoch"]) if self.history else 0,
+            **({"best_iter": self.best_iter, "iters_run": self.global_step} if self.max_iters is not None else {}),
             "output_dir": str(self.output_dir),
             "best_dir": str(self.output_dir / "best"),
             "last_dir": str(self.output_dir / "last"),
