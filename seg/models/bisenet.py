@@ -15,8 +15,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .layers import ConvBN, ConvBNReLU, DepthwiseConvBN, init_weights, resize
-from .resnet_vd import ResNet18_vd
+from oarkit.core.backbones.layers import ConvBN, ConvBNReLU, DepthwiseConvBN, init_weights, resize
+from oarkit.core.backbones.resnet_vd import ResNet18_vd
+
 from .zoo import register_paddleseg
 
 PAPER_V1 = "BiSeNet: Bilateral Segmentation Network for Real-time Semantic Segmentation, https://arxiv.org/abs/1808.00897"
@@ -222,7 +223,8 @@ class BGA(nn.Module):
         self.align_corners = align_corners
         self.db_branch_keep = nn.Sequential(DepthwiseConvBN(out_dim, out_dim, 3), nn.Conv2d(out_dim, out_dim, 1))
         self.db_branch_down = nn.Sequential(ConvBN(out_dim, out_dim, 3, stride=2),
-                                            nn.AvgPool2d(kernel_size=3, stride=2, padding=1))
+                                            # Paddle's AvgPool2D excludes the padding from the average
+                                            nn.AvgPool2d(kernel_size=3, stride=2, padding=1, count_include_pad=False))
         self.sb_branch_keep = nn.Sequential(DepthwiseConvBN(out_dim, out_dim, 3), nn.Conv2d(out_dim, out_dim, 1),
                                             nn.Sigmoid())
         self.sb_branch_up = ConvBN(out_dim, out_dim, 3)

@@ -17,9 +17,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from .layers import ConvBNReLU, SeparableConvBNReLU, init_weights, resize
+from oarkit.core.backbones.layers import ConvBNReLU, SeparableConvBNReLU, init_weights, resize
+from oarkit.core.backbones.resnet_vd import ResNet50_vd, ResNet101_vd
+
 from .pyramid_pool import ASPPModule
-from .resnet_vd import ResNet50_vd, ResNet101_vd
 from .zoo import register_paddleseg
 
 PAPER_V3 = "Rethinking Atrous Convolution for Semantic Image Segmentation, https://arxiv.org/abs/1706.05587"

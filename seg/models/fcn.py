@@ -15,8 +15,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from .hrnet import HRNet_W18, HRNet_W48
-from .layers import ConvBNReLU, init_weights, resize
+from oarkit.core.backbones.hrnet import HRNet_W18, HRNet_W48
+from oarkit.core.backbones.layers import ConvBNReLU, init_weights, resize
+
 from .zoo import register_paddleseg
 
 PAPER_FCN = "Fully Convolutional Networks for Semantic Segmentation, https://arxiv.org/abs/1411.4038"

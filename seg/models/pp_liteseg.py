@@ -17,8 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .layers import ConvBN, ConvBNReLU, init_weights, resize
-from .stdcnet import STDC1, STDC2
+from oarkit.core.backbones.layers import ConvBN, ConvBNReLU, init_weights, resize
+from oarkit.core.backbones.stdcnet import STDC1, STDC2
+
 from .zoo import register_paddleseg
 
 PAPER = "PP-LiteSeg: A Superior Real-Time Semantic Segmentation Model, https://arxiv.org/abs/2204.02681"

@@ -14,7 +14,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from .layers import resize
+from oarkit.core.backbones.layers import resize
+
 from .strideformer import ConvBNAct, MobileSeg_Base, MobileSeg_Tiny
 from .zoo import register_paddleseg
 

@@ -13,9 +13,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from .layers import AuxLayer, init_weights, resize
+from oarkit.core.backbones.layers import init_weights, resize
+from oarkit.core.backbones.resnet_vd import ResNet50_vd, ResNet101_vd
+
+from .layers import AuxLayer
 from .pyramid_pool import PPModule
-from .resnet_vd import ResNet50_vd, ResNet101_vd
 from .zoo import register_paddleseg
 
 PAPER = "Pyramid Scene Parsing Network, https://arxiv.org/abs/1612.01105"

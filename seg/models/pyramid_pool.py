@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from .layers import ConvBNReLU, SeparableConvBNReLU, resize
+from oarkit.core.backbones.layers import ConvBNReLU, SeparableConvBNReLU, resize
 
 
 class ASPPModule(nn.Module):

@@ -15,9 +15,9 @@ from torch import nn
 from torchvision import models as tvm
 from torchvision.models.segmentation.lraspp import LRASPPHead
 
+from oarkit.core.backbones.layers import resize
 from oarkit.core.registry import IMAGENET_MEAN, IMAGENET_STD, PretrainedWeights, register_model
 
-from .layers import resize
 from .zoo import TEST_INPUT, dataset_fields
 
 #: name -> (heads that output the classes, paper)

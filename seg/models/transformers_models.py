@@ -23,9 +23,9 @@ from transformers import (
     UperNetForSemanticSegmentation,
 )
 
+from oarkit.core.backbones.layers import resize
 from oarkit.core.registry import IMAGENET_MEAN, IMAGENET_STD, PretrainedWeights, register_model
 
-from .layers import resize
 from .zoo import TEST_INPUT, dataset_fields
 
 SEGFORMER_PAPER = ("SegFormer: Simple and Efficient Design for Semantic Segmentation with Transformers, "

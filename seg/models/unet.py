@@ -12,7 +12,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from .layers import ConvBNReLU, init_weights, resize
+from oarkit.core.backbones.layers import ConvBNReLU, init_weights, resize
+
 from .zoo import register_paddleseg
 
 PAPER = "U-Net: Convolutional Networks for Biomedical Image Segmentation, https://arxiv.org/abs/1505.04597"

@@ -11,9 +11,9 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from oarkit.core import WeightsError, create_model, list_models, model_info  # noqa: E402
+from oarkit.core.backbones.layers import Conv2d  # noqa: E402
+from oarkit.core.backbones.resnet_vd import ResNet_vd  # noqa: E402
 from oarkit.core.hub import load_state_dict  # noqa: E402
-from oarkit.seg.models.layers import Conv2d  # noqa: E402
-from oarkit.seg.models.resnet_vd import ResNet_vd  # noqa: E402
 
 NUM_CLASSES = 7
 NAMES = list_models("seg/*")
