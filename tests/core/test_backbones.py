@@ -81,7 +81,8 @@ def test_backbone_builds_runs_and_describes_its_outputs(name: str) -> None:
 def test_module_paths_are_paddles() -> None:
     """A few parameter names from each Paddle source, so a converter only renames BatchNorm leaves."""
     expected = {
-        ResNet_vd(layers=18): {"conv1_1._conv.weight", "bb_3_1.conv1._batch_norm.running_mean", "bb_1_0.short._conv.weight"},
+        ResNet_vd(layers=18): {"conv1_1._conv.weight", "bb_3_1.conv1._batch_norm.running_mean",
+                               "bb_1_0.short._conv.weight"},
         STDC1(): {"features.0.conv.weight", "features.2.conv_list.0.bn.running_var", "features.2.avd_layer.0.weight"},
         HRNet(**TINY_HRNET): {"conv_layer1_1._conv.weight", "la1.bb_layer2_1.conv_down._conv.weight",
                               "st4.stage_st4_1.fuse_func.residual_st4_1_layer_1_2._conv.weight",
@@ -94,7 +95,8 @@ def test_module_paths_are_paddles() -> None:
         PPLCNet(scale=0.5): {"conv1.conv.weight", "blocks2.0.dw_conv.conv.weight", "blocks6.0.se.conv1.weight",
                              "blocks5.5.pw_conv.bn.running_mean"},
         PPLCNetV3(scale=0.5, det=True): {"conv1.conv.weight", "blocks2.0.dw_conv.conv_kxk.3.conv.weight",
-                                         "blocks2.0.dw_conv.conv_1x1.bn.weight", "blocks2.0.dw_conv.identity.running_mean",
+                                         "blocks2.0.dw_conv.conv_1x1.bn.weight",
+                                         "blocks2.0.dw_conv.identity.running_mean",
                                          "blocks2.0.dw_conv.lab.scale", "blocks2.0.pw_conv.act.lab.bias",
                                          "blocks6.0.se.conv2.weight", "layer_list.3.bias"},
     }
