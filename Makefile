@@ -19,9 +19,27 @@ SEG_RUN := runs/pp_liteseg_stdc1_shapes_256x256
 NLP_DATA := data/intents
 NLP_RUN := runs/minilm_l6_text_cls
 
-.PHONY: install demo demo-nlp demo-seg test test-slow lint clean
+# The Paddle side of the parity tests (tests/interop): paddlepaddle 3.3.1 and the kits' wheels that carry model
+# code, in an environment of their own. paddleclas 2.6.0 pins numpy==1.24.4 (no wheel for this Python beside
+# paddle's numpy 2) and an inference front end (opencv-python<=4.6, faiss, visualdl): it goes in with --no-deps,
+# its backbones' few imports come from the requirements file.
+PADDLE_VENV := .venv-paddle
+PADDLE_STAMP := $(PADDLE_VENV)/.installed
+PADDLE_REQUIREMENTS := tests/interop/paddle_side/requirements.txt
+PADDLE_NO_DEPS := paddleclas==2.6.0
+
+.PHONY: install paddle-env demo demo-nlp demo-seg test test-slow lint clean
 
 install: $(STAMP)
+
+paddle-env: $(PADDLE_STAMP)
+
+$(PADDLE_STAMP): $(PADDLE_REQUIREMENTS)
+	rm -rf $(PADDLE_VENV)
+	$(PYTHON) -m venv $(PADDLE_VENV)
+	$(PADDLE_VENV)/bin/python -m pip install -r $(PADDLE_REQUIREMENTS)
+	$(PADDLE_VENV)/bin/python -m pip install --no-deps $(PADDLE_NO_DEPS)
+	touch $(PADDLE_STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -67,11 +85,11 @@ demo-seg: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check core clas seg det ocr nlp configs tools tests bench
 
-test: lint
+test: lint $(PADDLE_STAMP)
 	$(PY) -m pytest -q
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
 
 clean:
-	rm -rf $(VENV) runs data .cache
+	rm -rf $(VENV) $(PADDLE_VENV) runs data .cache

@@ -357,7 +357,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", help="dataset name, e.g. digits")
     p.add_argument("--out", required=True, help="target folder")
     p.set_defaults(func=cmd_prepare_data)
+
+    p = verbs.add_parser("convert", help="convert a checkpoint of another framework into an oarkit model directory")
+    p.add_argument("framework", choices=["paddle"], help="the framework the checkpoint comes from")
+    p.add_argument("src", help="a .pdparams file, a PaddleNLP model directory, or an inference model folder/prefix")
+    p.add_argument("--model", required=True, help="the registry model it becomes, e.g. clas/pp_lcnet_x1_0")
+    p.add_argument("--out", required=True, help="the model directory to write")
+    p.add_argument("--num-classes", type=int, help="another number of classes: keep the backbone, new head")
+    p.set_defaults(func=cmd_convert)
     return parser
+
+
+# ----------------------------------------------------------------------------- convert
+def cmd_convert(args: argparse.Namespace) -> int:
+    from oarkit.core.interop import convert_paddle
+
+    out = convert_paddle(args.src, model=args.model, out=args.out, num_classes=args.num_classes)
+    print(f"wrote {out} (model.safetensors, meta.json, config.yaml): predict, eval and export take it as it is")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -78,6 +78,7 @@ class ModelCard:
         test_input_size: a small input on which forward and backward must run.
         tags: free labels such as ``large`` (kept out of the fast test sample).
         state_dict_filter: converts a released checkpoint's names onto this module's names.
+        paddle_mapping: how Paddle checkpoints of this family map onto the module (``oarkit convert paddle``).
     """
 
     name: str
@@ -99,12 +100,14 @@ class ModelCard:
     test_input_size: tuple[int, int, int] = (3, 64, 64)
     tags: tuple[str, ...] = ()
     state_dict_filter: Callable[[dict[str, Any], nn.Module], dict[str, Any]] | None = None
+    paddle_mapping: Any = None  # an oarkit.core.interop.PaddleMapping: how Paddle checkpoints map onto the module
 
     def to_dict(self) -> dict[str, Any]:
         """A plain, JSON-friendly view (the factory and filter are left out)."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out.pop("factory")
         out.pop("state_dict_filter")
+        out.pop("paddle_mapping")
         out["weights"] = dataclasses.asdict(self.weights) if self.weights else None
         return out
 

@@ -4,17 +4,26 @@ PP-LCNet: "PP-LCNet: A Lightweight CPU Convolutional Neural Network", https://ar
 PP-LCNetV2 has no paper; PaddleClas documents it (docs/en/models/PP-LCNetV2_en.md). timm ports both
 (``lcnet_*``, ``lcnetv2_*``), with its own weights for PP-LCNet widths 0.5-1.0 and Paddle-converted ones for
 PP-LCNetV2. The other PP-LCNet widths point at the PaddleClas release.
+
+PaddleClas checkpoints of PP-LCNet (``ppcls.arch.backbone.legendary_models.pp_lcnet.PPLCNet_x*``) convert onto
+these modules with :data:`PADDLE_MAPPING` (``oarkit convert paddle``). PaddleClas's head applies
+``Dropout(p=0.2, mode="downscale_in_infer")`` before the classifier, which multiplies by 0.8 at inference; the
+mapping folds that factor into the classifier weight (not its bias), so the converted model computes Paddle's
+eval output with an ordinary, export-friendly head.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import timm
 from torch import nn
 
 from oarkit.clas.models.timm_backed import register_paddle_variant
+from oarkit.core.interop import PaddleMapping
 
 PAPER = "PP-LCNet: A Lightweight CPU Convolutional Neural Network, https://arxiv.org/abs/2109.15099"
 PAPER_V2 = ""  # no paper; see PaddleClas's PP-LCNetV2 documentation
@@ -24,6 +33,42 @@ PP_LCNET = (("x0_25", 0.25, 51.86), ("x0_35", 0.35, 58.09), ("x0_5", 0.5, 63.14)
             ("x1_0", 1.0, 71.32), ("x1_5", 1.5, 73.71), ("x2_0", 2.0, 75.18), ("x2_5", 2.5, 76.60))
 # (size, PaddleClas ImageNet-1k top-1 of the non-SSLD weights; None: not recorded here)
 PP_LCNETV2 = (("small", None), ("base", 77.04), ("large", None))
+
+# PaddleClas's PPLCNet head: ``Dropout(p=dropout_prob, mode="downscale_in_infer")``, dropout_prob 0.2 for every width
+PADDLE_HEAD_DROPOUT = 0.2
+
+
+def _downscale_in_infer(weight: np.ndarray) -> np.ndarray:
+    return weight * (1.0 - PADDLE_HEAD_DROPOUT)
+
+
+def _timm_block(match: re.Match[str]) -> str:
+    """PaddleClas's ``blocks<stage>.<i>`` (stages 2-6) as timm's ``blocks.<stage>.<i>`` (stages 0-5): timm splits
+    PaddleClas's blocks5 after its second block (the 3x3 -> 5x5 kernel change)."""
+    stage, index = int(match.group(1)) - 2, int(match.group(2))
+    if stage > 3 or (stage == 3 and index >= 2):
+        stage, index = stage + 1, index - 2 if stage == 3 else index
+    return f"blocks.{stage}.{index}."
+
+
+PADDLE_MAPPING = PaddleMapping(
+    renames=[
+        (r"^conv1\.conv\.", "conv_stem."),
+        (r"^conv1\.bn\.", "bn1."),
+        (r"^blocks(\d)\.(\d+)\.", _timm_block),
+        (r"\.dw_conv\.conv\.", ".conv_dw."),
+        (r"\.dw_conv\.bn\.", ".bn1."),
+        (r"\.pw_conv\.conv\.", ".conv_pw."),
+        (r"\.pw_conv\.bn\.", ".bn2."),
+        (r"\.se\.conv1\.", ".se.conv_reduce."),
+        (r"\.se\.conv2\.", ".se.conv_expand."),
+        (r"^last_conv\.", "conv_head."),
+        (r"^fc\.", "classifier."),
+    ],
+    zeros=(r"^conv_head\.bias$",),  # PaddleClas's last_conv has no bias
+    transforms=[(r"^classifier\.weight$", _downscale_in_infer)],
+    source="ppcls.arch.backbone.legendary_models.pp_lcnet.PPLCNet_x*",
+)
 
 
 def _scaled_lcnet(variant: str, multiplier: float) -> Callable[..., nn.Module]:
@@ -45,7 +90,8 @@ for suffix, width, top1 in PP_LCNET:
     arch = f"lcnet_{round(width * 100):03d}"
     builder = None if timm.is_model(arch) else _scaled_lcnet(arch, width)
     register_paddle_variant(f"clas/pp_lcnet_{suffix}", arch, paddle_name=f"PPLCNet_{suffix}", family="pp_lcnet",
-                            paper=PAPER, module=__name__, top1=top1, builder=builder, head_like="lcnet_100")
+                            paper=PAPER, module=__name__, top1=top1, builder=builder, head_like="lcnet_100",
+                            paddle_mapping=PADDLE_MAPPING)
 for size, top1 in PP_LCNETV2:
     # PaddleClas's own (non-SSLD) weights, whose top-1 is the published one.
     register_paddle_variant(f"clas/pp_lcnetv2_{size}", f"lcnetv2_{size}", paddle_name=f"PPLCNetV2_{size}",

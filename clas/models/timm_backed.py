@@ -111,7 +111,8 @@ def paddle_card_fields(paddle_name: str) -> dict[str, Any]:
 
 def register_paddle_variant(name: str, arch: str, *, paddle_name: str, family: str, paper: str, module: str,
                             top1: float | None = None, tag: str = "",
-                            builder: Callable[..., nn.Module] | None = None, head_like: str = "") -> None:
+                            builder: Callable[..., nn.Module] | None = None, head_like: str = "",
+                            paddle_mapping: Any = None) -> None:
     """Register a PaddleClas-named variant backed by timm's ``arch``.
 
     Weights come from timm's ``arch.tag`` (its default tag when ``tag`` is empty) when timm has them, otherwise
@@ -128,6 +129,8 @@ def register_paddle_variant(name: str, arch: str, *, paddle_name: str, family: s
         tag: timm pretrained tag to use instead of the default one.
         builder: factory for widths timm does not name (called with ``num_classes`` and keyword arguments).
         head_like: a timm architecture whose cfg names the head, for variants timm does not list.
+        paddle_mapping: how PaddleClas checkpoints of the variant map onto the timm module
+            (an :class:`oarkit.core.interop.PaddleMapping`).
     """
     cfg = timm_cfg(f"{arch}.{tag}" if tag else arch)
     if cfg is not None and cfg.hf_hub_id:
@@ -145,5 +148,6 @@ def register_paddle_variant(name: str, arch: str, *, paddle_name: str, family: s
         paper=paper,
         metrics={"imagenet_top1": top1} if top1 is not None else {},
         metrics_source=PADDLE_METRICS_SOURCE if top1 is not None else "",
+        paddle_mapping=paddle_mapping,
         **fields,
     )

@@ -1,0 +1,116 @@
+"""Parity with real Paddle: PaddleClas models built by paddleclas 2.6.0 on paddlepaddle 3.3.1 (in .venv-paddle),
+converted with ``convert_paddle``, must give Paddle's eval output.
+
+The Paddle side (paddle_side/clas_parity.py) runs once for the module in a subprocess; a missing Paddle
+environment fails these tests (``make paddle-env`` builds it), it does not skip them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from oarkit.core.engine.checkpoint import load_model_dir, read_meta
+from oarkit.core.interop import apply_mapping, convert_paddle, read_pdparams
+from oarkit.core.registry import create_model, model_info
+
+ROOT = Path(__file__).resolve().parents[2]
+PADDLE_PYTHON = Path(os.environ.get("OARKIT_PADDLE_PYTHON", ROOT / ".venv-paddle" / "bin" / "python"))
+SCRIPT = Path(__file__).parent / "paddle_side" / "clas_parity.py"
+# PaddleClas name -> oarkit registry name
+FAMILIES = {"PPLCNet_x1_0": "clas/pp_lcnet_x1_0", "ResNet50_vd": "clas/resnet50_vd"}
+WITH_INFERENCE_MODEL = "PPLCNet_x1_0"  # also exported with paddle.jit.save and run by Paddle Inference
+TOLERANCE = 1e-5  # max |ours - Paddle's| relative to max |Paddle's|
+
+
+@pytest.fixture(scope="module")
+def paddle_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not PADDLE_PYTHON.exists():
+        pytest.fail(f"the Paddle environment is missing ({PADDLE_PYTHON}); build it with `make paddle-env`")
+    out = tmp_path_factory.mktemp("paddle")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    run = subprocess.run([str(PADDLE_PYTHON), str(SCRIPT), str(out), *FAMILIES, "--inference", WITH_INFERENCE_MODEL],
+                         capture_output=True, text=True, timeout=900, env=env)
+    if run.returncode != 0:
+        pytest.fail(f"the Paddle side failed ({run.returncode}):\n{run.stderr[-4000:]}")
+    return out
+
+
+def _ours(model: torch.nn.Module, x: np.ndarray) -> np.ndarray:
+    with torch.no_grad():
+        return model.eval()(torch.from_numpy(x)).numpy()
+
+
+def _relative_error(ours: np.ndarray, paddle: np.ndarray) -> float:
+    return float(np.abs(ours - paddle).max() / np.abs(paddle).max())
+
+
+@pytest.mark.parametrize("paddle_name", sorted(FAMILIES))
+def test_converted_pdparams_give_paddles_output(paddle_outputs: Path, tmp_path: Path, paddle_name: str):
+    folder = paddle_outputs / paddle_name
+    out = convert_paddle(folder / "model.pdparams", model=FAMILIES[paddle_name], out=tmp_path / "converted")
+    model, meta = load_model_dir(out)
+    x, expected = np.load(folder / "input.npy"), np.load(folder / "output.npy")
+    error = _relative_error(_ours(model, x), expected)
+    print(f"{paddle_name}: max abs diff {np.abs(_ours(model, x) - expected).max():.3g}, "
+          f"relative {error:.3g} (output scale {np.abs(expected).max():.3g})")
+    assert error <= TOLERANCE
+    assert meta["model"]["name"] == FAMILIES[paddle_name] and meta["converted_from"]["format"] == "pdparams"
+    assert meta["task"] == "clas" and meta["preprocessing"]
+
+
+def test_inference_model_gives_paddle_inferences_output(paddle_outputs: Path, tmp_path: Path):
+    folder = paddle_outputs / WITH_INFERENCE_MODEL
+    out = convert_paddle(folder / "inference", model=FAMILIES[WITH_INFERENCE_MODEL], out=tmp_path / "converted")
+    model, meta = load_model_dir(out)
+    x = np.load(folder / "input.npy")
+    inference, dygraph = np.load(folder / "inference_output.npy"), np.load(folder / "output.npy")
+    assert meta["converted_from"]["format"] == "inference_model"
+    assert _relative_error(_ours(model, x), inference) <= TOLERANCE
+    assert _relative_error(inference, dygraph) <= TOLERANCE
+
+
+def test_pp_lcnet_needs_the_downscale_in_infer_factor(paddle_outputs: Path):
+    # PaddleClas's head multiplies by 1 - 0.2 at inference (Dropout "downscale_in_infer"); without the folded
+    # factor the logits are off by far more than the tolerance.
+    folder = paddle_outputs / "PPLCNet_x1_0"
+    name = FAMILIES["PPLCNet_x1_0"]
+    card = model_info(name)
+    model = create_model(name)
+    without = dataclasses.replace(card.paddle_mapping, transforms=())
+    model.load_state_dict(apply_mapping(read_pdparams(folder / "model.pdparams"), model, without), strict=False)
+    assert _relative_error(_ours(model, np.load(folder / "input.npy")), np.load(folder / "output.npy")) > 1e-2
+
+
+def test_cli_converts_with_another_number_of_classes(paddle_outputs: Path, tmp_path: Path):
+    folder = paddle_outputs / "PPLCNet_x1_0"
+    out = tmp_path / "ten_classes"
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "convert.py"), "paddle", str(folder / "model.pdparams"),
+                          "--model", "clas/pp_lcnet_x1_0", "--out", str(out), "--num-classes", "10"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    model, meta = load_model_dir(out)
+    assert model.classifier.out_features == 10 and meta["converted_from"]["head_reinitialised"]
+    assert len(read_meta(out)["labels"]) == 10
+    # The backbone is Paddle's: the pooled features before the new head agree with a full conversion.
+    full, _ = load_model_dir(convert_paddle(folder / "model.pdparams", model="clas/pp_lcnet_x1_0",
+                                            out=tmp_path / "full"))
+    x = torch.from_numpy(np.load(folder / "input.npy"))
+    with torch.no_grad():
+        torch.testing.assert_close(model.forward_head(model.forward_features(x), pre_logits=True),
+                                   full.forward_head(full.forward_features(x), pre_logits=True))
+
+
+def test_a_model_without_a_mapping_is_refused(paddle_outputs: Path, tmp_path: Path):
+    from oarkit.core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="declares no Paddle mapping.*clas/pp_lcnet_x1_0"):
+        convert_paddle(paddle_outputs / "PPLCNet_x1_0" / "model.pdparams", model="clas/resnet18_vd",
+                       out=tmp_path / "x")
