@@ -165,7 +165,7 @@ def validate_config(cfg: DictConfig, origins: Origins | None = None) -> None:
         if section not in cfg or not isinstance(cfg[section], DictConfig) or "_target_" not in cfg[section]:
             raise ConfigError(f"the config has no '{section}' section with a _target_; every run config names "
                               f"{SECTIONS[section]} (see configs/clas/ for examples)")
-    check_targets(cfg)
+    check_targets(cfg, origins)
     for path, node in iter_targets(cfg):
         fn = locate(node._get_node("_target_")._value(), where=path)
         params, hints, var_kw = _parameters(fn)

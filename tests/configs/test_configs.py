@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from oarkit.core.config import load_config, packaged_config_root, packaged_configs
+from oarkit.core.config import load_config, locate, packaged_config_root, packaged_configs
+from oarkit.core.config.targets import iter_targets
 from oarkit.core.errors import ConfigError
 
 DEMO = "clas/pp_lcnet_x0_5_digits_32x32"
@@ -18,6 +19,14 @@ def test_every_packaged_recipe_composes_and_validates(name):
     cfg = load_config(name, ["data.root=/nonexistent/but/not/read/yet"])
     assert {"task", "data", "trainer", "output_dir"} <= set(cfg)
     OmegaConf.to_container(cfg, resolve=True)
+
+
+@pytest.mark.parametrize("path", sorted(str(p.relative_to(packaged_config_root())) for p in
+                                        packaged_config_root().rglob("*.yaml") if "_target_" in p.read_text()))
+def test_every_target_of_every_shipped_file_is_admitted(path):
+    """Group files too (optimizer/, scheduler/, quant/): what a recipe can swap in must pass the closed loader."""
+    targets = [node._target_ for _, node in iter_targets(OmegaConf.load(packaged_config_root() / path))]
+    assert targets and all(callable(locate(t, where=path)) for t in targets)
 
 
 def test_recipes_are_named_by_recipe():
