@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -84,10 +85,12 @@ class ClassificationMetric(Metric):
     def plot_confusion(self, path: str | os.PathLike, label_names: Sequence[str] | None = None) -> str:
         """Save the row-normalised confusion matrix as a PNG and return its path.
 
+        The figure grows with the number of classes up to 14 inches; every class is named up to 50 classes,
+        every k-th one beyond, and cell values are written up to 20 classes.
+
         Args:
             path: the PNG to write (parent folders are created).
-            label_names: class names, index order; default ``0..C-1``. Tick labels are shown up to 50
-                classes and cell values up to 20.
+            label_names: class names, index order; default ``0..C-1``.
         """
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -98,27 +101,31 @@ class ClassificationMetric(Metric):
         confusion = self.state["confusion"].double()
         rows = confusion / confusion.sum(dim=1, keepdim=True).clamp(min=1)
         c = self.num_classes
-        side = min(4.0 + 0.35 * c, 24.0)
-        fig = Figure(figsize=(side + 1.5, side), dpi=100)
+        side = min(max(5.0, 3.5 + 0.28 * c), 14.0)
+        fig = Figure(figsize=(side + 1.5, side), dpi=100, layout="constrained")
         FigureCanvasAgg(fig)  # attach the Agg canvas: no pyplot, no display needed
         ax = fig.add_subplot()
         image = ax.imshow(rows.numpy(), cmap="Blues", vmin=0.0, vmax=1.0, interpolation="nearest")
-        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="fraction of the true class")
-        if c <= 50:
-            ax.set_xticks(range(c), labels=names, rotation=90 if max(map(len, names)) > 3 else 0, fontsize=8)
-            ax.set_yticks(range(c), labels=names, fontsize=8)
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.02, label="fraction of the true class")
+        step = math.ceil(c / 50)  # at most 50 names per axis; beyond, every step-th class
+        ticks = list(range(0, c, step))
+        font = 9 if c <= 10 else 8 if c <= 30 else 7
+        rotate = 90 if max(len(names[i]) for i in ticks) > 3 else 0
+        ax.set_xticks(ticks, labels=[names[i] for i in ticks], rotation=rotate, fontsize=font)
+        ax.set_yticks(ticks, labels=[names[i] for i in ticks], fontsize=font)
         if c <= 20:
+            cell_font = 12 if c <= 5 else 9 if c <= 10 else 7
             for i in range(c):
                 for j in range(c):
                     value = float(rows[i, j])
                     if value > 0:
                         colour = "white" if value > 0.5 else "black"
-                        ax.text(j, i, f"{value:.2f}", ha="center", va="center", color=colour, fontsize=7)
-        ax.set_xlabel("predicted")
+                        ax.text(j, i, f"{value:.2f}", ha="center", va="center", color=colour, fontsize=cell_font)
+        named = "" if step == 1 else f" (one class in {step} named)"
+        ax.set_xlabel(f"predicted{named}")
         ax.set_ylabel("true")
         top1 = self.compute()["top1"]
-        ax.set_title(f"Confusion matrix — top-1 {top1:.2f}% on {int(self.state['total'])} images")
-        fig.tight_layout()
+        ax.set_title(f"Confusion matrix — top-1 {top1:.2f}% on {int(self.state['total'])} images, {c} classes")
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, format="png")

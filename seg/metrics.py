@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,7 +80,12 @@ class SegmentationMetric(Metric):
         }
 
     def plot_confusion(self, path: str | os.PathLike, label_names: Sequence[str] | None = None) -> str:
-        """Save the row-normalised confusion matrix and the per-class IoU as one PNG; return its path."""
+        """Save the row-normalised confusion matrix and the per-class IoU as one PNG; return its path.
+
+        The figure grows with the number of classes up to about 20 inches wide; every class is named up to 50
+        classes, every k-th one beyond; cell values are written up to 20 classes and IoU values up to 30.
+        Classes that never occur are marked ``absent`` rather than drawn as an IoU of 0.
+        """
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
 
@@ -90,31 +96,44 @@ class SegmentationMetric(Metric):
         cm = self.state["confusion"].double()
         rows = (cm / cm.sum(dim=1, keepdim=True).clamp(min=1)).numpy()
         results = self.compute()
-        side = min(4.0 + 0.35 * c, 24.0)
-        fig = Figure(figsize=(side * 2 + 1.5, side), dpi=100)
+        side = min(max(5.0, 3.5 + 0.28 * c), 13.0)
+        bars_width = max(4.5, 0.55 * side)
+        fig = Figure(figsize=(side + 1.5 + bars_width, side), dpi=100, layout="constrained")
         FigureCanvasAgg(fig)
-        ax, bars = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.2, 1]})
+        ax, bars = fig.subplots(1, 2, gridspec_kw={"width_ratios": [side + 1.5, bars_width]})
         image = ax.imshow(rows, cmap="Blues", vmin=0.0, vmax=1.0, interpolation="nearest")
-        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="fraction of the true class")
-        if c <= 50:
-            ax.set_xticks(range(c), labels=names, rotation=90, fontsize=8)
-            ax.set_yticks(range(c), labels=names, fontsize=8)
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.02, label="fraction of the true class")
+        step = math.ceil(c / 50)  # at most 50 names per axis; beyond, every step-th class
+        ticks = list(range(0, c, step))
+        tick_names = [names[i] for i in ticks]
+        font = 9 if c <= 10 else 8 if c <= 30 else 7
+        ax.set_xticks(ticks, labels=tick_names, rotation=90, fontsize=font)
+        ax.set_yticks(ticks, labels=tick_names, fontsize=font)
         if c <= 20:
+            cell_font = 12 if c <= 5 else 9 if c <= 10 else 7
             for i in range(c):
                 for j in range(c):
                     if rows[i, j] > 0.005:
-                        ax.text(j, i, f"{rows[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                        ax.text(j, i, f"{rows[i, j]:.2f}", ha="center", va="center", fontsize=cell_font,
                                 color="white" if rows[i, j] > 0.5 else "black")
-        ax.set_xlabel("predicted")
+        named = "" if step == 1 else f" (one class in {step} named)"
+        ax.set_xlabel(f"predicted{named}")
         ax.set_ylabel("true")
-        ax.set_title(f"Pixel confusion — {results['num_pixels']:,} pixels")
-        ious = [v or 0.0 for v in results["class_iou"]]
-        bars.barh(range(c)[::-1], ious, color="tab:blue")
-        bars.set_yticks(range(c)[::-1], labels=names if c <= 50 else [""] * c, fontsize=8)
+        ax.set_title(f"Pixel confusion — {results['num_pixels']:,} pixels, {c} classes")
+        # The bars list the classes top to bottom in the matrix's order.
+        ious = results["class_iou"]
+        bars.barh(range(c), [v or 0.0 for v in ious], color="tab:blue", height=0.8)
+        bars.set_ylim(c - 0.5, -0.5)
+        bars.set_yticks(ticks, labels=tick_names, fontsize=font)
+        for i, v in enumerate(ious):
+            if v is None:
+                bars.text(0.01, i, "absent", va="center", fontsize=7, color="grey")
+            elif c <= 30:
+                bars.text(min(v + 0.01, 0.88), i, f"{v:.2f}", va="center", fontsize=7)
         bars.set_xlim(0, 1)
         bars.set_xlabel("IoU")
-        bars.set_title(f"mIoU {results['miou']:.4f}, pixel accuracy {results['acc']:.4f}")
-        fig.tight_layout()
+        bars.grid(axis="x", alpha=0.3)
+        bars.set_title(f"IoU per class — mIoU {results['miou']:.4f}, pixel accuracy {results['acc']:.4f}")
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, format="png")

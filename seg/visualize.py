@@ -30,9 +30,21 @@ def overlay(image: np.ndarray, label_map: np.ndarray, num_classes: int, alpha: f
     return out
 
 
+def _shorten(text: str, limit: int = 60) -> str:
+    """``text`` cut in the middle to ``limit`` characters (a long path keeps its start and its file name)."""
+    if len(text) <= limit:
+        return text
+    keep = limit - 1
+    return f"{text[:keep // 3]}…{text[-(keep - keep // 3):]}"
+
+
 def plot_segmentation(image: np.ndarray, label_map: np.ndarray, labels: Sequence[str], *, title: str = "",
-                      alpha: float = 0.5) -> Any:
-    """A matplotlib figure: the image, the overlay, and a legend of the classes present (with their area)."""
+                      alpha: float = 0.5, max_legend: int = 20) -> Any:
+    """A matplotlib figure: the image, the overlay, and a legend of the classes present (with their area).
+
+    The legend sits below the pictures in space of its own (never over them), lists the ``max_legend``
+    largest classes and says how many smaller ones it leaves out; a long title is shortened in the middle.
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
@@ -40,25 +52,32 @@ def plot_segmentation(image: np.ndarray, label_map: np.ndarray, labels: Sequence
     num_classes = max(len(labels), int(label_map.max()) + 1)
     palette = color_map(num_classes)
     h, w = label_map.shape
-    fig = Figure(figsize=(10, 4.2 * h / max(w, 1) + 1.0), dpi=100)
+    ids, counts = np.unique(label_map, return_counts=True)
+    present = sorted(zip(ids.tolist(), counts.tolist()), key=lambda t: -t[1])
+    handles = [Patch(facecolor=palette[i] / 255.0, edgecolor="black",
+                     label=f"{labels[i] if i < len(labels) else i} ({c / label_map.size:.1%})")
+               for i, c in present[:max_legend]]
+    if len(present) > max_legend:
+        handles.append(Patch(facecolor="white", edgecolor="white", label=f"+{len(present) - max_legend} smaller"))
+    columns = min(4, len(handles))
+    legend_rows = -(-len(handles) // columns)
+    # Each picture is 5 inches wide; its height follows the aspect ratio within [1.5, 9] inches.
+    picture_height = min(max(5.0 * h / max(w, 1), 1.5), 9.0)
+    fig = Figure(figsize=(10, picture_height + 0.6 + 0.25 * legend_rows), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     left, right = fig.subplots(1, 2)
     left.imshow(image)
-    left.set_title(title or "input", fontsize=9)
+    left.set_title(_shorten(title) if title else "input", fontsize=9)
     right.imshow(overlay(image, label_map, num_classes, alpha))
     right.set_title("prediction", fontsize=9)
     for ax in (left, right):
         ax.axis("off")
-    ids, counts = np.unique(label_map, return_counts=True)
-    handles = [Patch(facecolor=palette[i] / 255.0, edgecolor="black",
-                     label=f"{labels[i] if i < len(labels) else i} ({c / label_map.size:.1%})")
-               for i, c in sorted(zip(ids.tolist(), counts.tolist()), key=lambda t: -t[1])[:20]]
-    fig.legend(handles=handles, loc="lower center", ncol=min(4, len(handles)), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    fig.legend(handles=handles, loc="outside lower center", ncol=columns, fontsize=8, frameon=False)
     return fig
 
 
 def save_figure(fig: Any, path: str | Path) -> Path:
+    """Write ``fig`` as a PNG at ``path`` (parent folders created); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100, bbox_inches="tight", pad_inches=0.1)  # titles and legend never clipped

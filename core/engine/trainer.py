@@ -36,6 +36,7 @@ from oarkit.core.engine.callbacks import (
     EarlyStopping,
     ProgressBar,
     TensorBoardLogger,
+    handle_fit_exception,
 )
 from oarkit.core.engine.ema import ModelEMA
 from oarkit.core.engine.evaluation import build_loader, move_to, run_evaluation
@@ -311,12 +312,9 @@ class Trainer:
                 if self.should_stop:
                     break
                 epoch += 1
-        except TrainingError as err:
-            self._emit("on_exception", err)
-            self._emit("on_fit_end")
-            raise
         except BaseException as err:
-            self._emit("on_exception", err)
+            # Callbacks close their files (one that fails is logged, never masks err); err names last/.
+            handle_fit_exception(self, err)
             raise
         if self.is_main and getattr(self, "last_metric", None) is not None:
             for i, path in enumerate(self.task.plot_metric(self.last_metric, str(self.output_dir))):
