@@ -21,12 +21,13 @@ NLP_RUN := runs/minilm_l6_text_cls
 
 # The Paddle side of the parity tests (tests/interop): paddlepaddle 3.3.1 and the kits' wheels that carry model
 # code, in an environment of their own. paddleclas 2.6.0 pins numpy==1.24.4 (no wheel for this Python beside
-# paddle's numpy 2) and an inference front end (opencv-python<=4.6, faiss, visualdl): it goes in with --no-deps,
-# its backbones' few imports come from the requirements file.
+# paddle's numpy 2) and an inference front end (opencv-python<=4.6, faiss, visualdl); paddleseg 2.8.0 pins
+# opencv-python<=4.6, whose cv2 fails on numpy 2. Both go in with --no-deps (no-deps.txt); their few imports and
+# a current headless OpenCV come from requirements.txt.
 PADDLE_VENV := .venv-paddle
 PADDLE_STAMP := $(PADDLE_VENV)/.installed
 PADDLE_REQUIREMENTS := tests/interop/paddle_side/requirements.txt
-PADDLE_NO_DEPS := paddleclas==2.6.0
+PADDLE_NO_DEPS := tests/interop/paddle_side/no-deps.txt
 
 .PHONY: install paddle-env demo demo-nlp demo-seg test test-slow lint clean
 
@@ -34,11 +35,11 @@ install: $(STAMP)
 
 paddle-env: $(PADDLE_STAMP)
 
-$(PADDLE_STAMP): $(PADDLE_REQUIREMENTS)
+$(PADDLE_STAMP): $(PADDLE_REQUIREMENTS) $(PADDLE_NO_DEPS)
 	rm -rf $(PADDLE_VENV)
 	$(PYTHON) -m venv $(PADDLE_VENV)
 	$(PADDLE_VENV)/bin/python -m pip install -r $(PADDLE_REQUIREMENTS)
-	$(PADDLE_VENV)/bin/python -m pip install --no-deps $(PADDLE_NO_DEPS)
+	$(PADDLE_VENV)/bin/python -m pip install --no-deps -r $(PADDLE_NO_DEPS)
 	touch $(PADDLE_STAMP)
 
 $(STAMP): pyproject.toml
