@@ -46,13 +46,15 @@ from oarkit.core.interop.pdparams import restricted_load
 
 logger = logging.getLogger(__name__)
 
-# VarType.Type of paddle/fluid/framework/framework.proto -> numpy dtype (bf16 and fp8 have no numpy dtype:
-# they are read as raw unsigned integers of the same width and reported as such)
+# VarType.Type of paddle/fluid/framework/framework.proto -> numpy dtype. bf16 has no numpy dtype: it is read as
+# its raw 16 bits (uint16, as paddle.save stores it too) and widened to float32 (:func:`bf16_to_float32`); fp8
+# (32, 33) is not read.
+BF16 = 22
 DTYPES: dict[int, np.dtype] = {
     0: np.dtype(np.bool_), 1: np.dtype("<i2"), 2: np.dtype("<i4"), 3: np.dtype("<i8"), 4: np.dtype("<f2"),
     5: np.dtype("<f4"), 6: np.dtype("<f8"), 19: np.dtype("<u8"), 20: np.dtype(np.uint8), 21: np.dtype(np.int8),
-    22: np.dtype("<u2"), 23: np.dtype("<c8"), 24: np.dtype("<c16"), 32: np.dtype(np.uint8), 33: np.dtype(np.uint8),
-    36: np.dtype("<u2"), 37: np.dtype("<u4"), 38: np.dtype("<u8"),
+    BF16: np.dtype("<u2"), 23: np.dtype("<c8"), 24: np.dtype("<c16"), 36: np.dtype("<u2"), 37: np.dtype("<u4"),
+    38: np.dtype("<u8"),
 }
 DENSE_TENSOR = 7  # VarType.Type of an ordinary tensor (LOD_TENSOR before Paddle 3)
 # PIR's type names in inference.json -> VarType.Type
@@ -62,6 +64,11 @@ PIR_DTYPES = {"bool": 0, "i16": 1, "i32": 2, "i64": 3, "f16": 4, "f32": 5, "f64"
 PARAMS_SUFFIX = ".pdiparams"
 INFO_SUFFIX = ".pdiparams.info"
 PROGRAM_SUFFIXES = (".pdmodel", ".json")
+
+
+def bf16_to_float32(bits: np.ndarray) -> np.ndarray:
+    """bfloat16 values given as their raw 16 bits (uint16) as float32 (exact: bf16 is float32's upper half)."""
+    return (bits.astype("<u4") << 16).view("<f4")
 
 
 # ----------------------------------------------------------------------------- protobuf, by hand
@@ -237,7 +244,8 @@ def read_tensor_stream(data: bytes, *, source: str = "inference.pdiparams") -> l
             raise DataError(f"{source}: tensor {len(out)} has negative dims {dims}")
         dtype = DTYPES[data_type]
         raw, pos = _read(buf, pos, int(np.prod(dims, dtype=np.int64)) * dtype.itemsize, f"tensor {len(out)} data")
-        out.append(np.frombuffer(raw, dtype=dtype).reshape(dims).copy())
+        array = np.frombuffer(raw, dtype=dtype).reshape(dims)
+        out.append(bf16_to_float32(array) if data_type == BF16 else array.copy())
     return out
 
 
@@ -337,9 +345,10 @@ def read_inference_model(path: str | Path) -> InferenceModel:
                         f"{program_path or info_path} declares {len(declared)} persistable variables")
     params: dict[str, np.ndarray] = {}
     for var, tensor in zip(declared, tensors):
-        if var.data_type >= 0 and (tuple(tensor.shape) != var.shape or DTYPES.get(var.data_type) != tensor.dtype):
+        declared_dtype = np.dtype("<f4") if var.data_type == BF16 else DTYPES.get(var.data_type)
+        if var.data_type >= 0 and (tuple(tensor.shape) != var.shape or declared_dtype != tensor.dtype):
             raise DataError(f"{params_path}: tensor {var.name!r} is {tensor.dtype}{list(tensor.shape)} but the "
-                            f"program declares {DTYPES.get(var.data_type)}{list(var.shape)}: the file and the "
-                            "program do not belong together")
+                            f"program declares {declared_dtype}{list(var.shape)}: the file and the program do not "
+                            "belong together")
         params[var.name] = tensor
     return InferenceModel(params=params, structured_names=structured, program=program_path)

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from oarkit.core.errors import WeightsError
+from oarkit.core.interop.inference_model import bf16_to_float32
 
 Rename = tuple[str, str | Callable[[re.Match[str]], str]] | Callable[[str], str | None]
 StateHook = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
@@ -144,6 +145,8 @@ def apply_mapping(state: Mapping[str, np.ndarray], model: nn.Module, mapping: Pa
             duplicates.append(f"{paddle_name} and {origin[name]} both map to {name}")
             continue
         array = np.asarray(value)
+        if array.dtype == np.uint16 and target[name].is_floating_point():
+            array = bf16_to_float32(array)  # paddle.save writes bfloat16 tensors as their raw 16 bits
         if name in linear and array.ndim == 2:
             array = array.T
         converted[name], origin[name] = array, paddle_name

@@ -115,6 +115,16 @@ def test_packed_dims_and_negative_values_decode():
     assert decode_tensor_desc(_tensor_desc(FP32, (-1, 7))) == (FP32, (-1, 7))
 
 
+def test_bfloat16_tensors_are_read_as_float32():
+    exact = np.array([[1.5, -2.0], [0.15625, 3.0]], np.float32)
+    bits = (exact.view(np.uint32) >> 16).astype(np.uint16)
+    desc = _tensor_desc(22, bits.shape)
+    data = struct.pack("<IQ", 0, 0) + struct.pack("<Ii", 0, len(desc)) + desc + bits.tobytes()
+    (read,) = read_tensor_stream(data)
+    assert read.dtype == np.float32
+    np.testing.assert_array_equal(read, exact)
+
+
 def test_truncated_or_overlong_streams_are_errors():
     data = _tensor(np.ones((2, 3), np.float32), FP32)
     assert len(read_tensor_stream(data + data)) == 2

@@ -84,3 +84,12 @@ def test_two_paddle_tensors_for_one_target_are_an_error():
     state = {**_paddle_state(), "aux_twin.weight": np.zeros((4, 3, 3, 3), np.float32)}
     with pytest.raises(WeightsError, match="both map to stem.weight"):
         apply_mapping(state, Tiny(), mapping)
+
+
+def test_bfloat16_tensors_stored_as_raw_bits_are_widened():
+    state = _paddle_state()
+    exact = np.array([1.5, -2.0, 0.15625, 3.0], np.float32)  # values bfloat16 holds exactly
+    state["bn.weight"] = (exact.view(np.uint32) >> 16).astype(np.uint16)  # how paddle.save stores bf16
+    model = Tiny()
+    model.load_state_dict(apply_mapping(state, model, MAPPING), strict=False)
+    np.testing.assert_array_equal(model.norm.weight.detach().numpy(), exact)
