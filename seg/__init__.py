@@ -1,8 +1,8 @@
 """oarkit.seg: semantic segmentation (PaddleSeg on PyTorch).
 
 Importing the kit registers its models and its task id ``seg`` (:class:`oarkit.core.kits.TaskEntry`: the task,
-the ``Segmenter`` predictor, ``export_source``, the synthetic ``shapes`` dataset, the pictures a run draws), which
-is all the command line knows of it.
+the ``Segmenter`` predictor, ``export_source``, the synthetic ``shapes`` and ``textures`` datasets, the pictures a
+run draws), which is all the command line knows of it.
 """
 
 from typing import Any
@@ -11,7 +11,7 @@ from oarkit.core.data.images import IMAGE_SUFFIXES
 from oarkit.core.engine.evaluation import evaluate_run as evaluate
 from oarkit.core.kits import TaskEntry, register_task
 from oarkit.seg import models  # noqa: F401  (registers the seg/ models)
-from oarkit.seg.data import SegmentationData, SegmentationDataset, prepare_shapes
+from oarkit.seg.data import SegmentationData, SegmentationDataset, prepare_shapes, prepare_textures
 from oarkit.seg.export import export_source
 from oarkit.seg.inference import InferenceConfig, infer, slide_inference
 from oarkit.seg.losses import BCELoss, CrossEntropyLoss, DiceLoss, LovaszSoftmaxLoss, MixedLoss, OhemCrossEntropyLoss
@@ -20,7 +20,7 @@ from oarkit.seg.predictor import SegmentationResult, Segmenter
 from oarkit.seg.task import SegmentationExport, SegmentationTask
 
 Predictor = Segmenter
-DATASETS = {"shapes": prepare_shapes}
+DATASETS = {"shapes": prepare_shapes, "textures": prepare_textures}
 
 
 def _summary(meta: dict[str, Any]) -> dict[str, Any]:
@@ -42,5 +42,5 @@ __all__ = [
     "DATASETS", "BCELoss", "CrossEntropyLoss", "DiceLoss", "InferenceConfig", "LovaszSoftmaxLoss", "MixedLoss",
     "OhemCrossEntropyLoss", "Predictor", "SegmentationData", "SegmentationDataset", "SegmentationExport",
     "SegmentationMetric", "SegmentationResult", "SegmentationTask", "Segmenter", "evaluate", "export_source", "infer",
-    "prepare_shapes", "slide_inference",
+    "prepare_shapes", "prepare_textures", "slide_inference",
 ]

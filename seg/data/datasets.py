@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from PIL import Image
 from torch.utils.data import Dataset
 
 from oarkit.core.data import read_image, resolve_list_file, sample_seed
@@ -139,10 +140,26 @@ class SegmentationDataset(Dataset):
         self.reduce_zero_label = reduce_zero_label
         self.seed, self.epoch = int(seed), 0
         self.source = source
+        self._sizes: list[tuple[int, int]] | None = None
 
     def set_epoch(self, epoch: int) -> None:
         """Change every sample's augmentation (called by the Trainer once per epoch)."""
         self.epoch = int(epoch)
+
+    def image_sizes(self) -> list[tuple[int, int]]:
+        """``(height, width)`` of every image as stored, read from the file headers once (nothing is decoded)."""
+        if self._sizes is None:
+            sizes = []
+            for image_path, _ in self.samples:
+                try:
+                    with Image.open(image_path) as im:
+                        width, height = im.size
+                except OSError as err:
+                    raise DataError(f"Image {image_path} cannot be read (missing, corrupt or not an image): {err}") \
+                        from err
+                sizes.append((height, width))
+            self._sizes = sizes
+        return self._sizes
 
     def __len__(self) -> int:
         return len(self.samples)

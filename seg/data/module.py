@@ -7,20 +7,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, Sampler
 
-from oarkit.core.data import resolve_list_file
+from oarkit.core.data import GroupedBatchSampler, resolve_list_file
 from oarkit.core.engine.task import DataModule
 from oarkit.core.errors import ConfigError, DataError, did_you_mean
 
 from .datasets import (
     LIST_LINE_FORM,
+    SegmentationDataset,
     ade20k_samples,
     cityscapes_samples,
     list_samples,
     pad_collate,
     voc_samples,
-    SegmentationDataset,
 )
 from .labels import ADE20K_CLASSES, CITYSCAPES_CLASSES, VOC_CLASSES
 from .transforms import build_eval_transform, build_train_transform, hw, preprocess_spec
@@ -39,9 +39,9 @@ def read_class_names(path: str | Path) -> list[str]:
     if not path.is_file():
         raise DataError(f"Label file {path} does not exist; expected one class name per line")
     names = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if names and all(n.split(maxsplit=1)[0].isdigit() and len(n.split(maxsplit=1)) == 2 for n in names):
-        if [int(n.split()[0]) for n in names] == list(range(len(names))):
-            names = [n.split(maxsplit=1)[1] for n in names]
+    numbered = names and all(n.split(maxsplit=1)[0].isdigit() and len(n.split(maxsplit=1)) == 2 for n in names)
+    if numbered and [int(n.split()[0]) for n in names] == list(range(len(names))):
+        names = [n.split(maxsplit=1)[1] for n in names]
     if not names:
         raise DataError(f"Label file {path} is empty; expected one class name per line")
     return names
@@ -69,6 +69,8 @@ class SegmentationData(DataModule):
         mean, std: normalisation of the [0, 1] image.
         val_resize: resize validation images (and labels) to ``[height, width]``; default: original size.
         batch_size, num_workers: loader settings read by the Trainer.
+        eval_batch_size: images per evaluation batch (default: ``batch_size``). Evaluation batches hold images of
+            one size only (:meth:`batch_sampler`), so a prediction never depends on it.
         seed: augmentation seed.
     """
 
@@ -78,11 +80,13 @@ class SegmentationData(DataModule):
                  scale: Sequence[float] = (0.5, 2.0), hflip: float = 0.5, color_jitter: float = 0.0,
                  mean: Sequence[float] | None = None, std: Sequence[float] | None = None,
                  val_resize: int | Sequence[int] | None = None, batch_size: int = 8, num_workers: int = 0,
-                 seed: int = 0) -> None:
+                 eval_batch_size: int | None = None, seed: int = 0) -> None:
         if format not in FORMATS:
             raise ConfigError(f"data.format={format!r} is not one of {list(FORMATS)}.{did_you_mean(format, FORMATS)}")
         if batch_size < 1 or num_workers < 0:
             raise ConfigError(f"data.batch_size ({batch_size}) must be >= 1 and data.num_workers ({num_workers}) >= 0")
+        if eval_batch_size is not None and eval_batch_size < 1:
+            raise ConfigError(f"data.eval_batch_size={eval_batch_size!r} must be >= 1, or null for data.batch_size")
         if num_classes is not None and num_classes < 1:
             raise ConfigError(f"data.num_classes={num_classes!r} must be at least 1")
         if not 0 <= ignore_index <= 255 and ignore_index != -1:
@@ -98,6 +102,7 @@ class SegmentationData(DataModule):
         self.settings: dict[str, Any] = {"mean": None if mean is None else list(mean),
                                          "std": None if std is None else list(std)}
         self.batch_size, self.num_workers, self.seed = int(batch_size), int(num_workers), int(seed)
+        self.eval_batch_size = None if eval_batch_size is None else int(eval_batch_size)
         self._classes: list[str] | None = None
         self._train: Dataset | None = None
         self._val: Dataset | None = None
@@ -164,6 +169,20 @@ class SegmentationData(DataModule):
         name = {"train": self.train_split, "val": self.val_split}.get(split, split)
         return {"cityscapes": cityscapes_samples, "ade20k": ade20k_samples, "voc": voc_samples}[self.format](
             self.root, name)
+
+    def batch_sampler(self, sampler: Sampler[int], dataset: Dataset, *, batch_size: int, train: bool,
+                      drop_last: bool) -> Sampler[list[int]] | None:
+        """Evaluation batches of images of one size, so that no image is padded because of its batch-mates.
+
+        Zero padding is not neutral for a CNN: normalisation layers turn the zeros into values, and global
+        pooling (PP-LiteSeg's SPPM, ASPP's image pooling) averages them in, so a padded image's prediction
+        would change with what it is batched with. Grouping by size runs each image exactly as it runs alone
+        (evaluation-mode layers treat the samples of a batch independently). Training crops share one size, and
+        ``val_resize`` makes every evaluation image the same size: plain batches then.
+        """
+        if train or self.val_resize is not None or not isinstance(dataset, SegmentationDataset):
+            return None
+        return GroupedBatchSampler(sampler, dataset.image_sizes(), batch_size, drop_last=drop_last)
 
     def splits(self) -> tuple[str, ...]:
         return ("train", "val", "<list file>" if self.format == "list" else "<split folder>")
