@@ -1,13 +1,14 @@
-"""The ``oarkit`` command line (and tools/*.py): train, eval, predict, prepare-data.
+"""The ``oarkit`` command line (and tools/*.py): train, eval, predict, export, models, summary, prepare-data.
 
-Every verb is kit-agnostic: the kit comes from the run directory's meta.json or the registry name, and
-the kit module supplies ``Predictor``, ``evaluate`` and ``DATASETS``.
+Every verb is kit-agnostic: it reads the task id of what it is given (a run's meta.json, an export's deploy.yaml,
+a registry name's model card) and asks that id's :class:`~oarkit.core.kits.TaskEntry` for the predictor, its
+options, the export source, datasets, the card metric and the pictures. A kit adds verbs of its own
+(``train-tokenizer``) through :func:`~oarkit.core.kits.register_command`.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import os
@@ -21,7 +22,9 @@ from oarkit.core.errors import OarkitError
 
 logger = logging.getLogger("oarkit")
 
-IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}
+#: what every run directory may hold beside its checkpoints, whatever its task (``predictions``: the Makefile's
+#: ``predict --save-dir``)
+RUN_FILES = ("curves.png", "metrics.csv", "predictions")
 
 
 def _setup_environment() -> None:
@@ -37,33 +40,6 @@ def _setup_environment() -> None:
     # transformers imports torchao when it is installed, and torchao registers enums in a way torch 2.14 warns
     # about on every start; it is their deprecation, not the user's.
     logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
-
-
-def _kit_module(source: str) -> Any:
-    """The kit that owns a run directory (its meta.json) or a registry name."""
-    from oarkit.core.kits import KITS
-
-    path = Path(source)
-    if (path / "deploy.yaml").is_file():  # an export folder
-        from oarkit.core.deploy import read_manifest
-
-        kit = read_manifest(path).task
-    elif path.exists():
-        from oarkit.core.engine.checkpoint import find_model_dir, read_meta
-
-        kit = read_meta(find_model_dir(path)).get("task", "")
-    else:
-        from oarkit.core.errors import UnknownNameError
-        from oarkit.core.registry import model_info
-
-        try:
-            kit = model_info(source).factory.__module__.split(".")[1]
-        except UnknownNameError as err:
-            raise OarkitError(f"{source!r} is neither an existing run directory nor a registered model: {err}") from err
-    kit = kit.split("/", 1)[0]
-    if kit not in KITS:
-        raise OarkitError(f"{source} belongs to kit {kit!r}, which is not one of {KITS}")
-    return importlib.import_module(f"oarkit.{kit}")
 
 
 # ----------------------------------------------------------------------------- train
@@ -98,8 +74,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- eval
 def cmd_eval(args: argparse.Namespace) -> int:
-    kit = _kit_module(args.source)
-    results = kit.evaluate(args.source, data_root=args.data, split=args.split, batch_size=args.batch_size,
+    from oarkit.core.engine.evaluation import evaluate_run
+    from oarkit.core.kits import source_entry
+
+    if not Path(args.source).is_dir():
+        raise OarkitError(f"eval needs a run or model directory; {args.source!r} is none")
+    source_entry(args.source)  # a task id that no installed kit registers fails here, before any work
+    results = evaluate_run(args.source, data_root=args.data, split=args.split, batch_size=args.batch_size,
                            device=args.device)
     if args.json:
         print(json.dumps(results, indent=2, default=str))
@@ -109,12 +90,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------- predict
-def _expand_inputs(inputs: Sequence[str]) -> list[str]:
+def _expand_inputs(inputs: Sequence[str], suffixes: Sequence[str]) -> list[str]:
+    """The inputs, with each folder replaced by its files of the task's ``suffixes`` (none: kept as given)."""
     out: list[str] = []
     for item in inputs:
         path = Path(item)
-        if path.is_dir():
-            out += sorted(str(p) for p in path.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
+        if path.is_dir() and suffixes:
+            out += sorted(str(p) for p in path.rglob("*") if p.suffix.lower() in suffixes)
         else:
             out.append(item)
     if not out:
@@ -122,10 +104,20 @@ def _expand_inputs(inputs: Sequence[str]) -> list[str]:
     return out
 
 
+#: the predict options of the command line that a task entry may declare (``TaskEntry.predict_options``)
+PREDICT_OPTIONS = ("topk",)
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
-    kit = _kit_module(args.source)
-    predictor = kit.Predictor(args.source, device=args.device, topk=args.topk)
-    inputs = _expand_inputs(args.inputs)
+    from oarkit.core.kits import source_entry
+
+    entry = source_entry(args.source)
+    given = {name: getattr(args, name) for name in PREDICT_OPTIONS if getattr(args, name) is not None}
+    refused = sorted(set(given) - set(entry.predict_options))
+    if refused:
+        raise OarkitError(f"--{refused[0]} does not apply to {entry.task_id!r} models; leave it out")
+    predictor = entry.predictor(args.source, device=args.device, **given)
+    inputs = _expand_inputs(args.inputs, entry.input_suffixes)
     results = predictor(inputs)
     save_dir = Path(args.save_dir) if args.save_dir else None
     for i, result in enumerate(results):
@@ -154,6 +146,7 @@ def _parse_options(items: Sequence[str]) -> dict[str, dict[str, Any]]:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from oarkit.core.export import export, get_format, list_formats
+    from oarkit.core.kits import source_entry
 
     if args.list_formats:
         for name in list_formats():
@@ -162,10 +155,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         return 0
     if not args.source:
         raise OarkitError("export needs a run directory or a registry name (or --list-formats)")
-    kit = _kit_module(args.source)
-    if not hasattr(kit, "export_source"):
-        raise OarkitError(f"the {kit.__name__} kit does not support export yet")
-    source = kit.export_source(args.source, pretrained=not args.random_weights)
+    entry = source_entry(args.source)
+    if entry.export_source is None:
+        raise OarkitError(f"{entry.task_id!r} models cannot be exported yet")
+    source = entry.export_source(args.source, pretrained=not args.random_weights)
     report = export(source, args.format, quantize=args.quantize, output_dir=args.output_dir, verify=args.verify,
                     data_root=args.data, options=_parse_options(args.option),
                     calibration_images=args.calibration_images, batch_size=args.batch_size)
@@ -199,14 +192,9 @@ def cmd_zoo_check(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- prepare-data
 def cmd_prepare_data(args: argparse.Namespace) -> int:
     from oarkit.core.errors import did_you_mean
-    from oarkit.core.kits import KITS
+    from oarkit.core.kits import task_entries
 
-    preparers = {}
-    for kit in KITS:
-        try:
-            preparers.update(getattr(importlib.import_module(f"oarkit.{kit}"), "DATASETS", {}))
-        except ImportError:
-            continue
+    preparers = {name: prepare for entry in task_entries().values() for name, prepare in entry.datasets.items()}
     if args.name not in preparers:
         raise OarkitError(f"unknown dataset {args.name!r}.{did_you_mean(args.name, preparers)} "
                           f"Available: {', '.join(sorted(preparers))}")
@@ -216,18 +204,9 @@ def cmd_prepare_data(args: argparse.Namespace) -> int:
     return 0
 
 
-# ----------------------------------------------------------------------------- train-tokenizer
-def cmd_train_tokenizer(args: argparse.Namespace) -> int:
-    # The one verb that belongs to a kit: the text kit's WordPiece trainer, for models trained from scratch.
-    train_wordpiece = importlib.import_module("oarkit.nlp.tokenizer").train_wordpiece
-    out = train_wordpiece(args.files, args.out, vocab_size=args.vocab_size, min_frequency=args.min_frequency,
-                          lowercase=not args.cased)
-    print(f"tokenizer written to {out}; train with task.tokenizer={out}")
-    return 0
-
-
 # ----------------------------------------------------------------------------- models
 def cmd_models(args: argparse.Namespace) -> int:
+    from oarkit.core.kits import task_entries
     from oarkit.core.registry import list_models, model_info
 
     if args.info:
@@ -236,11 +215,14 @@ def cmd_models(args: argparse.Namespace) -> int:
     names = list_models(args.pattern, pretrained=args.pretrained)
     if not names:
         raise OarkitError(f"no model matches {args.pattern!r}; try 'clas/*' or 'timm/resnet*'")
+    entries = task_entries()
     for name in names:
         card = model_info(name)
-        top1 = card.metrics.get("imagenet_top1")
+        entry = entries.get(card.task)
+        metric = entry.reference_metric(card.metrics) if entry else None
+        shown = f"{metric[1]:6.2f} {metric[0]:<16}" if metric else " " * 23
         licence = card.weights.license if card.weights else "-"
-        print(f"{name:<40} {card.family:<22} {f'{top1:.2f}' if top1 else '':>6}  {licence}")
+        print(f"{name:<40} {card.task:<26} {card.family:<22} {shown}  {licence}")
     print(f"{len(names)} models")
     return 0
 
@@ -248,18 +230,26 @@ def cmd_models(args: argparse.Namespace) -> int:
 # ----------------------------------------------------------------------------- summary
 def cmd_summary(args: argparse.Namespace) -> int:
     from oarkit.core.engine.checkpoint import read_meta
+    from oarkit.core.kits import source_entry
 
     run = Path(args.run_dir)
+    if not run.is_dir():
+        raise OarkitError(f"summary needs a run directory; {run} is none")
+    entry = source_entry(run)
     meta = read_meta(run / "best") if (run / "best").exists() else read_meta(run / "last")
     indicator = meta.get("main_indicator", "")
     values: dict[str, Any] = {
+        "task": entry.task_id,
         f"best {indicator}": meta.get("metrics", {}).get(indicator),
         "best epoch": meta.get("epoch"),
         "model": (meta.get("model") or {}).get("name"),
-        "run directory": str(run),
-        "best weights": str(run / "best"),
+        "labels": len(meta.get("labels") or []) or None,
     }
-    for name in ("curves.png", "metrics.csv", "confusion_matrix.png", "confusion_matrix_val.png", "predictions"):
+    if entry.summary is not None:
+        values.update(entry.summary(meta))
+    values.update({"run directory": str(run), "best weights": str(run / "best")})
+    values = {k: v for k, v in values.items() if v is not None}
+    for name in (*RUN_FILES, *entry.pictures):
         if (run / name).exists():
             values[name] = str(run / name)
     if args.started is not None:
@@ -292,15 +282,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("source", help="a run directory, or its best/ or last/")
     p.add_argument("--data", help="the dataset root (default: the one the run was trained on)")
     p.add_argument("--split", default="val", help="the split to evaluate (default: val)")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, help="samples per batch (default: the run's evaluation batch size)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--json", action="store_true", help="print every metric as JSON")
     p.set_defaults(func=cmd_eval)
 
-    p = verbs.add_parser("predict", help="predict images (files or folders) with a run directory or model name")
-    p.add_argument("source", help="a run directory, a model directory or a registry name")
-    p.add_argument("inputs", nargs="+", help="image files or folders")
-    p.add_argument("--topk", type=int, default=5)
+    p = verbs.add_parser("predict", help="predict inputs (image files or folders, texts) with a run directory, "
+                                         "export folder or model name")
+    p.add_argument("source", help="a run directory, a model directory, an export folder or a registry name")
+    p.add_argument("inputs", nargs="+", help="image files or folders (image tasks), texts (text tasks)")
+    p.add_argument("--topk", type=int, help="classes per input, for tasks that rank classes (default: the "
+                                            "predictor's)")
     p.add_argument("--save-dir", help="write a picture of each prediction here")
     p.add_argument("--device", default="cpu")
     p.set_defaults(func=cmd_predict)
@@ -345,14 +337,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--started", type=float, help="a UNIX time; the summary then reports the wall time since")
     p.set_defaults(func=cmd_summary)
 
-    p = verbs.add_parser("train-tokenizer", help="train a WordPiece tokenizer on text files (one text per line)")
-    p.add_argument("files", nargs="+", help="corpus files")
-    p.add_argument("--out", required=True, help="the tokenizer directory to write")
-    p.add_argument("--vocab-size", type=int, default=8000)
-    p.add_argument("--min-frequency", type=int, default=2)
-    p.add_argument("--cased", action="store_true", help="keep case and accents (default: uncased, as BERT uncased)")
-    p.set_defaults(func=cmd_train_tokenizer)
-
     p = verbs.add_parser("prepare-data", help="write a dataset that ships offline to disk (e.g. digits)")
     p.add_argument("name", help="dataset name, e.g. digits")
     p.add_argument("--out", required=True, help="target folder")
@@ -365,6 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="the model directory to write")
     p.add_argument("--num-classes", type=int, help="another number of classes: keep the backbone, new head")
     p.set_defaults(func=cmd_convert)
+
+    from oarkit.core.kits import commands
+
+    for command in commands().values():  # the kits' own verbs
+        p = verbs.add_parser(command.name, help=command.help)
+        command.add_arguments(p)
+        p.set_defaults(func=command.run)
     return parser
 
 

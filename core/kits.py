@@ -2,15 +2,19 @@
 
 A task id names what a model does — ``clas``, ``seg``, ``det``, ``ocr/det``, ``ocr/rec``, ``ocr/cls``,
 ``nlp/text_classification``, ... — in its model card, its Task and its run's meta.json. Each kit registers a
-:class:`TaskEntry` per task id at import; the command line dispatches on the id and holds no kit knowledge.
+:class:`TaskEntry` per task id at import, and any command-line verb of its own as a :class:`Command`; the command
+line dispatches on the id and holds no kit knowledge.
 """
 
 from __future__ import annotations
 
+import argparse
+import fnmatch
 import importlib
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from oarkit.core.errors import OarkitError, did_you_mean
@@ -21,33 +25,71 @@ _loaded = False
 
 @dataclass(frozen=True)
 class TaskEntry:
-    """What one task id offers the generic tools.
+    """What one task id offers the generic tools (the command line, ``evaluate_run``, export).
 
     Attributes:
         task_id: ``clas``, ``seg``, ``nlp/text_classification``, ...
         task_class: the Task built for a run that has no task config (a run trained from Python).
-        predictor: builds the predictor from a run directory, registry name or export folder (and options).
-        predict_options: the command line's predict options this predictor takes (``("topk",)``).
-        datasets: preparers of datasets that ship offline, by name (``{"digits": prepare_digits}``).
-        card_metric: the model-card metric ``oarkit models`` shows (``imagenet_top1``), if any.
+        predictor: builds the predictor from a run directory, registry name or export folder; called with the
+            source, ``device=`` and the options in ``predict_options``.
+        predict_options: the command line's predict options this predictor takes (``("topk",)``); the others are
+            refused with a clear message.
+        export_source: ``(source, pretrained=...) -> ExportSource``: what ``oarkit export`` exports for a run
+            directory or registry name; ``None`` when the task cannot be exported yet.
+        datasets: preparers of datasets that ship offline, by name (``{"digits": prepare_digits}``); each takes
+            the target folder and returns the dataset root.
+        card_metric: the model-card metric ``oarkit models`` shows: a metric name or an fnmatch pattern
+            (``imagenet_top1``, ``*_miou``); empty for none.
         pictures: files of a run directory ``oarkit summary`` lists when present (``confusion_matrix.png``).
+        input_suffixes: file suffixes a folder given to ``oarkit predict`` expands to (``.jpg``, ...); empty: the
+            inputs are taken as they are (texts).
+        summary: ``meta -> {label: value}``: lines of the task's own for ``oarkit summary``, from the best
+            checkpoint's meta.json.
     """
 
     task_id: str
     task_class: Callable[[], Any]
     predictor: Callable[..., Any]
     predict_options: tuple[str, ...] = ()
+    export_source: Callable[..., Any] | None = None
     datasets: dict[str, Callable[[str], Any]] = field(default_factory=dict)
     card_metric: str = ""
     pictures: tuple[str, ...] = ()
+    input_suffixes: tuple[str, ...] = ()
+    summary: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     @property
     def kit(self) -> str:
         """The kit that owns the task id (its first component)."""
         return self.task_id.split("/", 1)[0]
 
+    def reference_metric(self, metrics: dict[str, float]) -> tuple[str, float] | None:
+        """The card metric among a model card's ``metrics``: ``(name, value)``, or ``None``."""
+        if not self.card_metric:
+            return None
+        name = next((k for k in metrics if fnmatch.fnmatchcase(k, self.card_metric)), None)
+        return (name, metrics[name]) if name is not None else None
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command-line verb a kit adds (``oarkit train-tokenizer``), declared instead of imported by core.
+
+    Attributes:
+        name: the verb.
+        help: one line for ``oarkit --help``.
+        add_arguments: adds the verb's arguments to its ``argparse`` sub-parser.
+        run: runs the verb with the parsed arguments; returns the exit status.
+    """
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
 
 _ENTRIES: dict[str, TaskEntry] = {}
+_COMMANDS: dict[str, Command] = {}
 
 
 def register_task(entry: TaskEntry) -> TaskEntry:
@@ -58,6 +100,20 @@ def register_task(entry: TaskEntry) -> TaskEntry:
         raise OarkitError(f"task id {entry.task_id!r} must start with a kit name, one of {KITS}")
     _ENTRIES[entry.task_id] = entry
     return entry
+
+
+def register_command(command: Command) -> Command:
+    """Declare a kit's command-line verb; a second registration of the same verb is an error."""
+    if command.name in _COMMANDS and _COMMANDS[command.name] != command:
+        raise OarkitError(f"command {command.name!r} is already registered")
+    _COMMANDS[command.name] = command
+    return command
+
+
+def commands() -> dict[str, Command]:
+    """Every verb the installed kits add to the command line."""
+    load_all()
+    return dict(_COMMANDS)
 
 
 def load_all() -> None:
@@ -92,8 +148,60 @@ def task_entry(task_id: str) -> TaskEntry:
 
 def normalize_task_id(meta: dict[str, Any]) -> str:
     """The task id of a meta.json or deploy manifest, including those written before task ids existed
-    (``{"task": "nlp", "nlp_task": "text_classification"}``)."""
-    task = str(meta.get("task", ""))
-    if task == "nlp" and meta.get("nlp_task"):
-        return f"nlp/{meta['nlp_task']}"
+    (``{"task": "nlp", "nlp_task": "text_classification"}``; a manifest's ``preprocessing.task``)."""
+    task = str(meta.get("task") or "")
+    if task == "nlp":
+        sub = meta.get("nlp_task") or (meta.get("preprocessing") or {}).get("task")
+        if sub:
+            return f"nlp/{sub}"
     return task
+
+
+def source_task_id(source: str | Path) -> tuple[str, str]:
+    """The task id of what the tools are given, and where it was read.
+
+    Args:
+        source: an export folder (its ``deploy.yaml``), a run or model directory (its ``meta.json``) or a
+            registry name (its model card).
+
+    Returns:
+        ``(task_id, where)``; ``where`` names the file or card, for messages.
+
+    Raises:
+        OarkitError: ``source`` is none of these.
+    """
+    from oarkit.core.deploy.manifest import DEPLOY_FILE, is_export_dir, read_manifest
+
+    path = Path(source)
+    if is_export_dir(path):
+        manifest = read_manifest(path)
+        return normalize_task_id({"task": manifest.task, "preprocessing": manifest.preprocessing}), \
+            str(path / DEPLOY_FILE)
+    if path.exists():
+        from oarkit.core.engine.checkpoint import META_FILE, find_model_dir, read_meta
+
+        folder = find_model_dir(path)
+        return normalize_task_id(read_meta(folder)), str(folder / META_FILE)
+    from oarkit.core.errors import UnknownNameError
+    from oarkit.core.registry import model_info
+
+    try:
+        return model_info(str(source)).task, f"the model card of {source}"
+    except UnknownNameError as err:
+        raise OarkitError(f"{source!r} is neither an existing run directory nor a registered model: {err}") from err
+
+
+def source_entry(source: str | Path) -> TaskEntry:
+    """The :class:`TaskEntry` of an export folder, run or model directory, or registry name.
+
+    Raises:
+        OarkitError: the source names no task id, or one that no installed kit registers.
+    """
+    task_id, where = source_task_id(source)
+    if not task_id:
+        raise OarkitError(f"{where} names no task id; it was not written by oarkit's Trainer or exporters")
+    load_all()
+    if task_id not in _ENTRIES:
+        raise OarkitError(f"{where} names the task id {task_id!r}, which no installed kit registers."
+                          f"{did_you_mean(task_id, _ENTRIES)} Known: {', '.join(sorted(_ENTRIES))}")
+    return _ENTRIES[task_id]

@@ -20,12 +20,21 @@ from typing import Any
 
 from torch import nn
 
+from oarkit.core.cards import (  # noqa: F401  (IMAGENET_* and the specs are re-exported for model files)
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    DetectorInput,
+    ImageInput,
+    InputSpec,
+    TextInput,
+    input_spec_dict,
+)
 from oarkit.core.errors import ConfigError, UnknownNameError, did_you_mean
 
 logger = logging.getLogger(__name__)
 
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
+#: card fields of old that now live in the image input spec (named in the error of a card that still passes them)
+_IMAGE_FIELDS = ("input_size", "mean", "std", "crop_pct", "interpolation")
 
 
 @dataclass(frozen=True)
@@ -61,21 +70,20 @@ class ModelCard:
 
     Attributes:
         name: the registry name, ``<kit>/<variant>``.
-        task: what the model does (``classification``, ``segmentation``, ...).
+        task: the task id of what the model does (``clas``, ``seg``, ``nlp/text_classification``, ...; see
+            :mod:`oarkit.core.kits`).
         factory: builds the module; takes ``num_classes`` and the model's own keyword arguments.
+        num_classes: outputs of the registered head (classes, segmentation labels, text labels).
+        input_spec: what the weights' inputs look like (:class:`ImageInput`, :class:`TextInput` or
+            :class:`DetectorInput`), or ``None`` when nothing is known.
         weights: the registered pretrained weights, or ``None``.
         family: architecture family (``pp_lcnet``, ``resnet_vd``, ...), used to sample tests and tables.
-        input_size: channels, height, width the weights were trained at.
-        mean, std: normalisation of the weights' inputs, in [0, 1] pixel units.
-        crop_pct: centre-crop fraction of the eval transform.
-        interpolation: resize interpolation of the eval transform.
-        num_classes: classes of the registered head.
         label_names: label set of the weights (``imagenet-1k``) when there is one.
         metrics: reference metrics of the weights (``{"imagenet_top1": 71.32}``).
         metrics_source: where the reference metrics are published.
         paper: title and link of the paper.
         classifier: module prefixes of the head, re-initialised when ``num_classes`` differs.
-        test_input_size: a small input on which forward and backward must run.
+        test_input_size: a small image input on which forward and backward must run (empty: not an image model).
         tags: free labels such as ``large`` (kept out of the fast test sample).
         state_dict_filter: converts a released checkpoint's names onto this module's names.
         paddle_mapping: how Paddle checkpoints of this family map onto the module (``oarkit convert paddle``).
@@ -84,20 +92,16 @@ class ModelCard:
     name: str
     task: str
     factory: Callable[..., nn.Module]
+    num_classes: int
+    input_spec: InputSpec | None = None
     weights: PretrainedWeights | None = None
     family: str = ""
-    input_size: tuple[int, int, int] = (3, 224, 224)
-    mean: tuple[float, ...] = IMAGENET_MEAN
-    std: tuple[float, ...] = IMAGENET_STD
-    crop_pct: float = 0.875
-    interpolation: str = "bilinear"
-    num_classes: int = 1000
     label_names: str = ""
     metrics: dict[str, float] = field(default_factory=dict)
     metrics_source: str = ""
     paper: str = ""
-    classifier: tuple[str, ...] = ("fc",)
-    test_input_size: tuple[int, int, int] = (3, 64, 64)
+    classifier: tuple[str, ...] = ()
+    test_input_size: tuple[int, ...] = ()
     tags: tuple[str, ...] = ()
     state_dict_filter: Callable[[dict[str, Any], nn.Module], dict[str, Any]] | None = None
     paddle_mapping: Any = None  # an oarkit.core.interop.PaddleMapping: how Paddle checkpoints map onto the module
@@ -108,8 +112,46 @@ class ModelCard:
         out.pop("factory")
         out.pop("state_dict_filter")
         out.pop("paddle_mapping")
+        out["input_spec"] = input_spec_dict(self.input_spec)
         out["weights"] = dataclasses.asdict(self.weights) if self.weights else None
         return out
+
+    # Shortcuts to the image input spec, for the image kits' preprocessing.
+    def _image(self, attribute: str) -> ImageInput | DetectorInput:
+        spec = self.input_spec
+        if isinstance(spec, DetectorInput) and attribute in ("mean", "std", "input_size"):
+            return spec
+        if not isinstance(spec, ImageInput):
+            kind = f"a {spec.modality} input spec" if spec is not None else "no input spec"
+            raise ConfigError(f"{self.name} (task {self.task!r}) has {kind}, so no image {attribute}; read "
+                              f"model_info({self.name!r}).input_spec instead")
+        return spec
+
+    @property
+    def input_size(self) -> tuple[int, int, int]:
+        """``(channels, height, width)`` of an image (or detector) input spec."""
+        spec = self._image("input_size")
+        return spec.input_size if isinstance(spec, ImageInput) else (3, *spec.size)
+
+    @property
+    def mean(self) -> tuple[float, ...]:
+        """Normalisation mean of an image (or detector) input spec."""
+        return self._image("mean").mean
+
+    @property
+    def std(self) -> tuple[float, ...]:
+        """Normalisation standard deviation of an image (or detector) input spec."""
+        return self._image("std").std
+
+    @property
+    def crop_pct(self) -> float:
+        """Centre-crop fraction of an image input spec."""
+        return self._image("crop_pct").crop_pct
+
+    @property
+    def interpolation(self) -> str:
+        """Resize interpolation of an image input spec."""
+        return self._image("interpolation").interpolation
 
 
 @dataclass(frozen=True)
@@ -145,8 +187,26 @@ def register_model(name: str, factory: Callable[..., nn.Module] | None = None, *
                           "pick another name")
     if name.split("/")[0] in _NAMESPACES:
         raise ConfigError(f"model {name!r} would shadow the {name.split('/')[0]!r} namespace")
-    _MODELS[name] = ModelCard(name=name, factory=factory, **card)
+    _MODELS[name] = make_card(name, factory, **card)
     return _MODELS[name]
+
+
+def make_card(name: str, factory: Callable[..., nn.Module], **card: Any) -> ModelCard:
+    """A :class:`ModelCard` whose fields are checked: an unknown or missing one is a :class:`ConfigError`.
+
+    Image settings (``mean``, ``input_size``, ...) belong in ``input_spec=ImageInput(...)``.
+    """
+    known = [f.name for f in dataclasses.fields(ModelCard)]
+    unknown = sorted(set(card) - set(known))
+    if unknown:
+        hint = " (image settings go into input_spec=ImageInput(...))" if set(unknown) & set(_IMAGE_FIELDS) else ""
+        raise ConfigError(f"model card of {name!r} has no field {unknown[0]!r}{hint}."
+                          f"{did_you_mean(unknown[0], known)}")
+    missing = [k for k in ("task", "num_classes") if k not in card]
+    if missing:
+        raise ConfigError(f"model card of {name!r} needs {missing} (the task id and the head's classes)")
+    return ModelCard(name=name, factory=factory, **card)
+
 
 
 def register_namespace(namespace: Namespace) -> None:
@@ -164,7 +224,7 @@ def _ensure_kits_loaded() -> None:
 
 
 def model_info(name: str) -> ModelCard:
-    """The card of a registered model (its pretrained settings, input size, reference metrics, ...).
+    """The card of a registered model (its task id, pretrained settings, input spec, reference metrics, ...).
 
     Raises:
         UnknownNameError: no such model; the message lists the closest names.

@@ -55,11 +55,11 @@ def load_text_model(source: str | Path | nn.Module, *, tokenizer: Any = None, he
         meta = {**model.manifest.meta(), "nlp_task": model.manifest.preprocessing.get("task")}
     elif Path(source).exists():
         model, meta = load_model_dir(find_model_dir(Path(source)))
-        if meta.get("task") != "nlp":
+        if str(meta.get("task") or "").split("/", 1)[0] != "nlp":  # "nlp/<task>" (or "nlp" before task ids)
             raise ConfigError(f"{source} is a {meta.get('task')!r} model, not a text model")
     else:
         card = model_info(str(source))
-        kwargs: dict[str, Any] = {"head": head} if head and card.task == "text" else {}
+        kwargs: dict[str, Any] = {"head": head} if head and card.task == "nlp/text_classification" else {}
         model = create_model(str(source), pretrained=pretrained, num_classes=num_classes, **kwargs)
         if tokenizer is None:
             tokenizer = pretrained if isinstance(pretrained, (str, Path)) else (

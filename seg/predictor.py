@@ -111,13 +111,12 @@ class Segmenter:
         return_scores: keep the per-class probability maps in the results.
         batch_size: images of the same size per forward pass.
         device: ``cpu``, ``cuda``, ...
-        topk: accepted for the command line's symmetry with the classifier; unused.
     """
 
     def __init__(self, source: str | Path | nn.Module, *, labels: Sequence[str] | None = None,
                  preprocessing: dict[str, Any] | None = None, inference: dict[str, Any] | None = None,
                  pretrained: bool | str = True, return_scores: bool = True, batch_size: int = 1,
-                 device: str = "cpu", topk: int | None = None) -> None:
+                 device: str = "cpu") -> None:
         self.device = torch.device(device)
         meta: dict[str, Any] = {}
         if isinstance(source, nn.Module):
@@ -129,7 +128,7 @@ class Segmenter:
             self.forward = model.to(self.device).eval()
         else:
             card = model_info(str(source))
-            if card.task != "segmentation":
+            if card.task != "seg":
                 raise OarkitError(f"{source} is a {card.task} model, not a segmentation model")
             self.forward = create_model(str(source), pretrained=pretrained).to(self.device).eval()
             meta = {"labels": list(LABEL_SETS.get(card.label_names, [])),

@@ -16,7 +16,7 @@ import timm
 from timm.models import PretrainedCfg, get_pretrained_cfg
 from torch import nn
 
-from oarkit.core.registry import IMAGENET_MEAN, IMAGENET_STD, PretrainedWeights, register_model
+from oarkit.core.registry import IMAGENET_MEAN, IMAGENET_STD, ImageInput, PretrainedWeights, register_model
 
 # Where PaddleClas publishes its ImageNet-1k training checkpoints (``MODEL_URLS`` in ppcls/arch/backbone).
 PADDLE_URL = "https://paddle-imagenet-models-name.bj.bcebos.com/dygraph/legendary_models/{}_pretrained.pdparams"
@@ -76,13 +76,11 @@ def head_names(cfg: PretrainedCfg) -> tuple[str, ...]:
 def timm_card_fields(cfg: PretrainedCfg) -> dict[str, Any]:
     """:class:`ModelCard` fields (weights, preprocessing, head, labels) of a timm pretrained tag."""
     label_set = next((v for k, v in _LABEL_SETS.items() if (cfg.tag or "").endswith(k)), "")
+    channels, height, width = cfg.input_size
     return {
         "weights": timm_weights(cfg),
-        "input_size": tuple(cfg.input_size),
-        "mean": tuple(cfg.mean),
-        "std": tuple(cfg.std),
-        "crop_pct": cfg.crop_pct,
-        "interpolation": cfg.interpolation or "bilinear",
+        "input_spec": ImageInput(size=(height, width), channels=channels, mean=tuple(cfg.mean), std=tuple(cfg.std),
+                                 crop_pct=cfg.crop_pct, interpolation=cfg.interpolation or "bilinear"),
         "classifier": head_names(cfg),
         "num_classes": cfg.num_classes or 1000,  # backbone-only weights: the head is fresh anyway
         "label_names": label_set,
@@ -97,11 +95,8 @@ def paddle_card_fields(paddle_name: str) -> dict[str, Any]:
     return {
         "weights": PretrainedWeights(url=PADDLE_URL.format(paddle_name), format="pdparams", license="Apache-2.0",
                                      source="PaddleClas"),
-        "input_size": (3, 224, 224),
-        "mean": IMAGENET_MEAN,
-        "std": IMAGENET_STD,
-        "crop_pct": 0.875,
-        "interpolation": "bilinear",
+        "input_spec": ImageInput(size=(224, 224), mean=IMAGENET_MEAN, std=IMAGENET_STD, crop_pct=0.875,
+                                 interpolation="bilinear"),
         "num_classes": 1000,
         "label_names": "imagenet-1k",
         "test_input_size": SMALL_INPUT,
@@ -143,7 +138,7 @@ def register_paddle_variant(name: str, arch: str, *, paddle_name: str, family: s
     register_model(
         name,
         factory,
-        task="classification",
+        task="clas",
         family=family,
         paper=paper,
         metrics={"imagenet_top1": top1} if top1 is not None else {},

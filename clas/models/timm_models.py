@@ -62,5 +62,5 @@ TIMM_MODELS = (
 )
 
 for arch, family, paper in TIMM_MODELS:
-    register_model(f"clas/{arch}", timm_factory(arch, __name__), task="classification", family=family, paper=paper,
+    register_model(f"clas/{arch}", timm_factory(arch, __name__), task="clas", family=family, paper=paper,
                    **timm_card_fields(timm_cfg(arch)))

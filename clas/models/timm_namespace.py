@@ -30,7 +30,7 @@ def timm_card(name: str) -> ModelCard | None:
     if cfg is None:
         return None
     family = timm.models.model_entrypoint(arch).__module__.rsplit(".", 1)[-1]
-    return ModelCard(name=f"timm/{name}", task="classification", factory=timm_factory(arch, __name__),
+    return ModelCard(name=f"timm/{name}", task="clas", factory=timm_factory(arch, __name__),
                      family=f"timm.{family}", paper=_paper(cfg), **timm_card_fields(cfg))
 
 

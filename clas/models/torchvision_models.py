@@ -17,7 +17,7 @@ import torchvision
 from torch import nn
 from torchvision import models as tvm
 
-from oarkit.core.registry import PretrainedWeights, register_model
+from oarkit.core.registry import ImageInput, PretrainedWeights, register_model
 
 logger = logging.getLogger(__name__)
 
@@ -134,15 +134,12 @@ def _register(name: str) -> None:
     register_model(
         f"clas/tv_{name}",
         _factory(name, defaults),
-        task="classification",
+        task="clas",
         weights=PretrainedWeights(url=weights.url, format="pth", license=licence,
                                   source=f"torchvision {torchvision.__version__}"),
         family=f"tv_{family}",
-        input_size=(3, crop, crop),
-        mean=tuple(transform.mean),
-        std=tuple(transform.std),
-        crop_pct=crop / resize,
-        interpolation=transform.interpolation.value,
+        input_spec=ImageInput(size=(crop, crop), mean=tuple(transform.mean), std=tuple(transform.std),
+                              crop_pct=crop / resize, interpolation=transform.interpolation.value),
         num_classes=len(meta["categories"]),
         label_names="imagenet-1k",
         metrics={"imagenet_top1": meta["_metrics"]["ImageNet-1K"]["acc@1"]},

@@ -13,6 +13,8 @@ from oarkit.core.errors import DataError
 
 #: what image predictors take: a path, an HxW / HxWxC array, or a PIL image (``Any``: PIL stays optional)
 ImageInput = str | Path | np.ndarray | Any
+#: file suffixes of the images a folder holds (what ``oarkit predict FOLDER`` reads for an image task)
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 
 
 def decode_image(path: str | os.PathLike) -> np.ndarray | None:

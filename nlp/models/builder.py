@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from oarkit.core.errors import ConfigError, did_you_mean
-from oarkit.core.registry import PretrainedWeights, register_model
+from oarkit.core.registry import PretrainedWeights, TextInput, register_model
 
 #: the task heads every encoder offers; ``encoder`` is the bare model (hidden states, no head)
 HEADS = ("encoder", "sequence_classification", "token_classification", "question_answering")
@@ -130,6 +130,15 @@ def transformer_state_filter(state: dict[str, torch.Tensor], model: nn.Module) -
     return out
 
 
+def position_limit(arch: Architecture, config: Mapping[str, Any]) -> int:
+    """The longest token sequence a config's position table embeds (RoBERTa-style models number positions from
+    ``pad_token_id + 1``)."""
+    positions = int(config.get("max_position_embeddings", 512))
+    if "Roberta" in arch.config_class.__name__:
+        positions -= int(config.get("pad_token_id", 1)) + 1
+    return positions
+
+
 def register_transformer(name: str, *, arch: Architecture, config: dict[str, Any], family: str, paper: str,
                          weights: PretrainedWeights, metrics: dict[str, float] | None = None,
                          metrics_source: str = "", tags: tuple[str, ...] = ()) -> Callable[..., nn.Module]:
@@ -147,7 +156,11 @@ def register_transformer(name: str, *, arch: Architecture, config: dict[str, Any
         tags: ``large`` keeps a model out of the fast full-size test sample.
     """
     factory = TransformerFactory(arch, dict(config))
-    register_model(f"nlp/{name}", factory, task="text", family=family, weights=weights, num_classes=2,
+    # The default head is a sequence classifier: the card's task is text classification; the same weights serve
+    # every text task through ``head=``.
+    text = TextInput(max_length=position_limit(arch, config), tokenizer=weights.hub_id)
+    register_model(f"nlp/{name}", factory, task="nlp/text_classification", input_spec=text, family=family,
+                   weights=weights, num_classes=2,
                    metrics=dict(metrics or {}), metrics_source=metrics_source, paper=paper,
                    classifier=arch.head_modules, tags=("text", *tags), label_names="",
                    state_dict_filter=transformer_state_filter)

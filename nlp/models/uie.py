@@ -19,7 +19,7 @@ from torch import nn
 from transformers.modeling_outputs import QuestionAnsweringModelOutput
 
 from oarkit.core.errors import ConfigError, did_you_mean
-from oarkit.core.registry import PretrainedWeights, register_model
+from oarkit.core.registry import PretrainedWeights, TextInput, register_model
 from oarkit.nlp.models.builder import transformer_state_filter
 from oarkit.nlp.models.ernie import ernie3_config
 
@@ -88,7 +88,8 @@ _UIE = (
 
 for _name, _config, _folder in _UIE:
     register_model(
-        f"nlp/uie_{_name}", UIEFactory(dict(_config)), task="information_extraction", family="uie", paper=PAPER,
+        f"nlp/uie_{_name}", UIEFactory(dict(_config)), task="nlp/information_extraction", family="uie", paper=PAPER,
+        input_spec=TextInput(max_length=_config["max_position_embeddings"]),
         num_classes=1, classifier=("linear_start", "linear_end"), tags=("text", "paddle-weights"),
         weights=PretrainedWeights(url=_URL.format(_folder), format="pdparams", license="apache-2.0",
                                   source="Baidu PaddleNLP Taskflow"),

@@ -294,7 +294,7 @@ def bisenetv1_resnet18_vd(*, num_classes: int = 19, **kwargs: Any) -> BiseNetV1:
 
 
 @register_paddleseg("seg/bisenetv2", family="bisenetv2", config="bisenet_cityscapes_1024x1024_160k",
-                    dataset="cityscapes", miou=73.19, paper=PAPER_V2, readme="bisenet", input_size=(3, 1024, 1024),
+                    dataset="cityscapes", miou=73.19, paper=PAPER_V2, readme="bisenet", size=(1024, 1024),
                     classifier=("head.conv_1x1", "aux_head1.conv_1x1", "aux_head2.conv_1x1", "aux_head3.conv_1x1",
                                 "aux_head4.conv_1x1"))
 def bisenetv2(*, num_classes: int = 19, **kwargs: Any) -> BiSeNetV2:

@@ -70,13 +70,13 @@ def _register(name: str) -> None:
     factory.__name__ = factory.__qualname__ = f"tv_{name}"
     factory.__doc__ = f"torchvision's ``{name}``, randomly initialised (load weights with ``pretrained=True``)."
     metrics = weights.meta["_metrics"]["COCO-val2017-VOC-labels"]
-    register_model(f"seg/tv_{name}", factory, task="segmentation", family=f"tv_{name.split('_')[0]}",
+    register_model(f"seg/tv_{name}", factory, task="seg", family=f"tv_{name.split('_')[0]}",
                    weights=PretrainedWeights(url=weights.url, format="pth", license=LICENSE, source="torchvision"),
-                   mean=IMAGENET_MEAN, std=IMAGENET_STD, crop_pct=1.0, paper=paper, classifier=heads,
+                   paper=paper, classifier=heads,
                    metrics={"coco_voc_miou": float(metrics["miou"])},
                    metrics_source="torchvision (COCO val2017, the 20 Pascal VOC categories)",
                    test_input_size=TEST_INPUT, tags=("large",) if "resnet101" in name else (),
-                   **dataset_fields("coco_voc"))
+                   **dataset_fields("coco_voc", mean=IMAGENET_MEAN, std=IMAGENET_STD))
 
 
 for _name in MODELS:

@@ -91,14 +91,14 @@ def _register_segformer(variant: str) -> None:
     factory.__name__ = factory.__qualname__ = f"segformer_{variant}"
     factory.__doc__ = f"SegFormer-{variant.upper()} (MiT-{variant.upper()} encoder, {decoder}-wide decoder)."
     hub_id = f"nvidia/segformer-{variant}-finetuned-ade-{size}-{size}"
-    register_model(f"seg/segformer_{variant}", factory, task="segmentation", family="segformer",
+    register_model(f"seg/segformer_{variant}", factory, task="seg", family="segformer",
                    weights=PretrainedWeights(hub_id=hub_id, file_name="pytorch_model.bin", format="pth",
                                              license=SEGFORMER_LICENSE, source=f"NVIDIA, hf.co/{hub_id}"),
-                   mean=IMAGENET_MEAN, std=IMAGENET_STD, crop_pct=1.0, paper=SEGFORMER_PAPER,
+                   paper=SEGFORMER_PAPER,
                    classifier=("decode_head.classifier",), metrics={"ade20k_miou": miou},
                    metrics_source="SegFormer paper, Table 1 (ADE20K val, single scale)", test_input_size=TEST_INPUT,
                    tags=("large",) if variant in ("b3", "b4", "b5") else (),
-                   **{**dataset_fields("ade20k"), "input_size": (3, size, size)})
+                   **dataset_fields("ade20k", mean=IMAGENET_MEAN, std=IMAGENET_STD, size=(size, size)))
 
 
 #: variant -> (backbone config, auxiliary head input channels, ADE20K mIoU of mmsegmentation's release)
@@ -129,15 +129,15 @@ def _register_upernet(variant: str) -> None:
     factory.__name__ = factory.__qualname__ = f"upernet_{variant}"
     factory.__doc__ = f"UPerNet on {variant.replace('_', '-')} with an FCN auxiliary head."
     hub_id = f"openmmlab/upernet-{variant.replace('_', '-')}"
-    register_model(f"seg/upernet_{variant}", factory, task="segmentation", family="upernet",
+    register_model(f"seg/upernet_{variant}", factory, task="seg", family="upernet",
                    weights=PretrainedWeights(hub_id=hub_id, file_name="pytorch_model.bin", format="pth",
                                              license="MIT", source=f"OpenMMLab, hf.co/{hub_id}"),
-                   mean=IMAGENET_MEAN, std=IMAGENET_STD, crop_pct=1.0, paper=UPERNET_PAPER,
+                   paper=UPERNET_PAPER,
                    classifier=("decode_head.classifier", "auxiliary_head.classifier"),
                    metrics={"ade20k_miou": miou},
                    metrics_source="mmsegmentation model zoo, configs/upernet (ADE20K val, single scale)",
                    test_input_size=TEST_INPUT, tags=("large",) if variant.endswith("small") else (),
-                   **dataset_fields("ade20k"))
+                   **dataset_fields("ade20k", mean=IMAGENET_MEAN, std=IMAGENET_STD))
 
 
 for _variant in SEGFORMER_SIZES:

@@ -13,7 +13,7 @@ from typing import Any
 
 from torch import nn
 
-from oarkit.core.registry import IMAGENET_MEAN, IMAGENET_STD, PretrainedWeights, register_model
+from oarkit.core.registry import IMAGENET_MEAN, IMAGENET_STD, ImageInput, PretrainedWeights, register_model
 
 Factory = Callable[..., nn.Module]
 PADDLESEG_URL = "https://bj.bcebos.com/paddleseg/dygraph/{dataset}/{config}/model.pdparams"
@@ -33,15 +33,19 @@ DATASETS: dict[str, tuple[int, str, tuple[int, int, int]]] = {
 }
 
 
-def dataset_fields(dataset: str) -> dict[str, Any]:
-    """The card fields a dataset fixes: number of classes, label set, input size."""
-    classes, labels, size = DATASETS[dataset]
-    return {"num_classes": classes, "label_names": labels, "input_size": size}
+def dataset_fields(dataset: str, *, mean: tuple[float, ...] = PADDLE_MEAN, std: tuple[float, ...] = PADDLE_STD,
+                   size: tuple[int, int] | None = None) -> dict[str, Any]:
+    """The card fields a dataset fixes: number of classes, label set, and the image input spec at the size its
+    recipes train on (``size`` when the weights used another), normalised with ``mean``/``std``, no crop."""
+    classes, labels, (channels, height, width) = DATASETS[dataset]
+    return {"num_classes": classes, "label_names": labels,
+            "input_spec": ImageInput(size=size or (height, width), channels=channels, mean=mean, std=std)}
 
 
 def register_paddleseg(name: str, *, family: str, config: str, dataset: str, miou: float, paper: str,
                        classifier: tuple[str, ...], imagenet_norm: bool = False, tags: tuple[str, ...] = (),
-                       url: str = "", readme: str = "", **card: Any) -> Callable[[Factory], Factory]:
+                       url: str = "", readme: str = "", size: tuple[int, int] | None = None,
+                       **card: Any) -> Callable[[Factory], Factory]:
     """Register a PaddleSeg model-zoo variant with its released weights and reference mIoU.
 
     Args:
@@ -56,16 +60,18 @@ def register_paddleseg(name: str, *, family: str, config: str, dataset: str, mio
         tags: extra tags (``large`` keeps the model out of the fast tests).
         url: the weights' address when it differs from :data:`PADDLESEG_URL`.
         readme: PaddleSeg's config folder holding the README with the metric, when it is not ``family``.
+        size: height and width of the weights' inputs, when they differ from the dataset's recipe size.
         **card: other :class:`~oarkit.core.registry.ModelCard` fields.
     """
     weights = PretrainedWeights(url=url or PADDLESEG_URL.format(dataset=dataset, config=config), format="pdparams",
                                 license=PADDLESEG_LICENSE, source=f"PaddleSeg model zoo ({config})")
     fields = {
-        "task": "segmentation", "weights": weights, "family": family, "paper": paper, "classifier": classifier,
-        "mean": IMAGENET_MEAN if imagenet_norm else PADDLE_MEAN, "std": IMAGENET_STD if imagenet_norm else PADDLE_STD,
-        "crop_pct": 1.0, "metrics": {f"{dataset}_miou": miou}, "test_input_size": TEST_INPUT,
+        "task": "seg", "weights": weights, "family": family, "paper": paper, "classifier": classifier,
+        "metrics": {f"{dataset}_miou": miou}, "test_input_size": TEST_INPUT,
         "metrics_source": f"PaddleSeg model zoo, configs/{readme or family}/README.md ({dataset} val, single scale)",
-        "tags": ("paddle-weights", *tags), **dataset_fields(dataset), **card,
+        "tags": ("paddle-weights", *tags),
+        **dataset_fields(dataset, mean=IMAGENET_MEAN if imagenet_norm else PADDLE_MEAN,
+                         std=IMAGENET_STD if imagenet_norm else PADDLE_STD, size=size), **card,
     }
 
     def decorate(factory: Factory) -> Factory:

@@ -13,6 +13,7 @@ from torch import nn
 
 from oarkit.core import UnknownNameError, WeightsError, create_model, list_models, model_info
 from oarkit.core.hub import load_state_dict
+from oarkit.core.registry import ImageInput
 
 NUM_CLASSES = 7
 NAMES = list_models("clas/*")
@@ -72,11 +73,12 @@ def test_every_family_is_in_the_fast_sample() -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_card_is_complete(name: str) -> None:
     card = model_info(name)
-    assert card.task == "classification" and card.family and card.classifier
+    assert card.task == "clas" and card.family and card.classifier
     assert card.weights is not None and card.weights.location
     assert card.weights.license and card.weights.license != "unknown"
     assert card.weights.format in ("safetensors", "pth", "pdparams")
     assert (card.weights.format == "pdparams") == ("paddle-weights" in card.tags)
+    assert isinstance(card.input_spec, ImageInput) and card.input_spec.channels == 3
     assert len(card.input_size) == 3 and len(card.mean) == len(card.std) == 3
     assert 0 < card.crop_pct <= 1
     if card.metrics:

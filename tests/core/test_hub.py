@@ -39,7 +39,7 @@ def register() -> Iterator:
 
     def add(name: str, **card) -> str:
         names.append(name)
-        register_model(name, _tiny, task="classification", num_classes=10, classifier=("fc",), **card)
+        register_model(name, _tiny, task="clas", num_classes=10, classifier=("fc",), **card)
         return name
 
     yield add

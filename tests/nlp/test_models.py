@@ -7,13 +7,14 @@ import torch
 from torch import nn
 
 from oarkit.core import ConfigError, WeightsError, create_model, list_models, model_info
+from oarkit.core.registry import TextInput
 from oarkit.nlp.models import HEADS, UIE, encoder_of, transformer_state_filter
 
 from .conftest import TINY
 
 NAMES = list_models("nlp/*")
-ENCODERS = [n for n in NAMES if model_info(n).task == "text"]
-UIES = [n for n in NAMES if model_info(n).task == "information_extraction"]
+ENCODERS = [n for n in NAMES if model_info(n).task == "nlp/text_classification"]
+UIES = [n for n in NAMES if model_info(n).task == "nlp/information_extraction"]
 
 
 def _tiny(name: str) -> dict:
@@ -48,6 +49,7 @@ def test_card_is_complete(name: str) -> None:
     assert card.weights.format in ("safetensors", "pth", "pdparams")
     assert (card.weights.format == "pdparams") == ("paddle-weights" in card.tags)
     assert all(isinstance(v, float) and 0 < v <= 100 for v in card.metrics.values())
+    assert isinstance(card.input_spec, TextInput) and card.input_spec.max_length >= 512
     assert bool(card.metrics) == bool(card.metrics_source)
     assert card.state_dict_filter is transformer_state_filter
 

@@ -14,6 +14,7 @@ from oarkit.core import WeightsError, create_model, list_models, model_info  # n
 from oarkit.core.backbones.layers import Conv2d  # noqa: E402
 from oarkit.core.backbones.resnet_vd import ResNet_vd  # noqa: E402
 from oarkit.core.hub import load_state_dict  # noqa: E402
+from oarkit.core.registry import ImageInput  # noqa: E402
 
 NUM_CLASSES = 7
 NAMES = list_models("seg/*")
@@ -80,13 +81,13 @@ def test_registry_size_and_names() -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_card_is_complete(name: str) -> None:
     card = model_info(name)
-    assert card.task == "segmentation" and card.family and card.classifier and card.paper
+    assert card.task == "seg" and card.family and card.classifier and card.paper
     assert card.weights is not None and card.weights.location and card.weights.license not in ("", "unknown")
     assert (card.weights.format == "pdparams") == ("paddle-weights" in card.tags)
     (metric, value), = card.metrics.items()
     assert metric.endswith("_miou") and 10 < value < 100 and card.metrics_source
     assert card.label_names in ("cityscapes", "ade20k", "voc") and card.num_classes in (19, 150, 21)
-    assert card.factory.__module__.split(".")[1] == "seg"  # the command line finds the kit from it
+    assert isinstance(card.input_spec, ImageInput) and card.input_spec.crop_pct == 1.0
 
 
 def test_paddleseg_cards() -> None:
