@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import shutil
+
 import numpy as np
 import pytest
 import torch
@@ -9,6 +12,8 @@ from torch import nn
 
 from oarkit.core.export import export
 from oarkit.nlp import export_source
+
+from .conftest import TINY, train_tiny
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")
@@ -73,18 +78,56 @@ def test_onnx_graph_has_dynamic_batch_and_sequence(onnx_export, text_run) -> Non
         torch.testing.assert_close(deployed(*inputs), expected, rtol=1e-4, atol=1e-4)
 
 
+@pytest.fixture(scope="module")
+def fitted_root(intents_root, tmp_path_factory):
+    """The intent set with its training sentences as the dev split: what a model is sure of after fitting them."""
+    root = tmp_path_factory.mktemp("intents_fitted")
+    shutil.copytree(intents_root, root, dirs_exist_ok=True)
+    shutil.copyfile(intents_root / "train.tsv", root / "dev.tsv")
+    return root
+
+
+@pytest.fixture(scope="module")
+def fitted_run(fitted_root, tiny_tokenizer, tmp_path_factory):
+    """A text classifier trained until it classifies every training sentence with a wide margin (about 10 s).
+
+    Hidden size 128, not TINY's 32: dynamic int8 moves a hidden-32 model's logits by 15-30 % of their range (and
+    by up to 1 logit once trained), a hidden-128 one by about 5 %. Dev = train, so best/ is the last, most fitted
+    epoch (the Trainer breaks the 100 % ties by dev loss).
+    """
+    from oarkit.core import create_model
+    from oarkit.nlp import TextClassificationData, TextClassificationTask
+
+    model = functools.partial(create_model, "nlp/bert_tiny_uncased",
+                              **{**TINY, "hidden_size": 128, "num_attention_heads": 4, "intermediate_size": 256})
+    task = TextClassificationTask(model, tokenizer=str(tiny_tokenizer))
+    data = TextClassificationData(root=str(fitted_root), batch_size=8, max_length=32)
+    return train_tiny(task, data, tmp_path_factory.mktemp("fitted") / "run", epochs=15, lr=1e-3)
+
+
 def _weight_bytes(folder) -> int:
     import onnx
 
     return sum(t.ByteSize() for t in onnx.load(str(folder / "model.onnx")).graph.initializer)
 
 
-def test_dynamic_int8_is_smaller_and_keeps_the_metric(text_run, intents_root, tmp_path) -> None:
+def test_dynamic_int8_is_smaller_and_keeps_the_metric(fitted_run, fitted_root, tmp_path) -> None:
+    """int8 keeps every prediction of a model that is sure of them, so the metric delta is exactly zero.
+
+    The exporter accepts a drop of 1 point: less than one of these 76 sentences, and less than one of the 82 dev
+    sentences the shared 3-epoch `text_run` was compared on before (it failed there once, at -1.22). That model is
+    untrained: its top-two logits lie within 0.001-0.05 of each other and int8 moves them by up to 0.05, so 3-5 of
+    its 82 predictions changed class and their net count, which changed with the thread count, decided the verdict.
+    On the training sentences of `fitted_run` the smallest top-two gap is 3.3 logits and int8's largest logit
+    error 0.31 (measured): a prediction changes only where the error reaches half the gap, five times more than
+    int8 moves any logit here.
+    """
     from oarkit.core.deploy import DeployedModel, read_manifest
 
-    report = export(export_source(text_run.output_dir), "onnx,onnx_int8_dynamic", output_dir=tmp_path,
-                    data_root=str(intents_root))
+    report = export(export_source(fitted_run.output_dir), "onnx,onnx_int8_dynamic", output_dir=tmp_path,
+                    data_root=str(fitted_root))
     fp32, int8 = report.row("onnx"), report.row("onnx_int8_dynamic")
+    assert report.eager_metric == 100.0, f"the float model is not fitted to its sentences:\n{report.table()}"
     assert [r.status for r in report.rows] == ["pass", "pass"], report.table()
     # int8 MatMul weights and embedding tables: a quarter of their float bytes, plus scales and the float rest
     # (LayerNorm, biases). The file ratio is smaller still: the float file also carries the exporter's per-node
@@ -92,7 +135,7 @@ def test_dynamic_int8_is_smaller_and_keeps_the_metric(text_run, intents_root, tm
     assert int8.size_bytes < 0.45 * fp32.size_bytes, report.table()
     assert _weight_bytes(tmp_path / "onnx_int8_dynamic") < 0.45 * _weight_bytes(tmp_path / "onnx")
     assert fp32.metric_delta == pytest.approx(0.0, abs=1e-6)
-    assert int8.metric is not None and abs(int8.metric_delta) <= int8.metric_tolerance  # no calibration needed
+    assert int8.metric_delta == pytest.approx(0.0, abs=1e-6)  # no calibration needed
     manifest = read_manifest(tmp_path / "onnx_int8_dynamic")
     assert manifest.quantization["tool"] == "onnxruntime.quantize_dynamic" and manifest.inputs[0].dtype == "int64"
     # Any length and batch: the quantized graph keeps both axes dynamic and stays close to the float one.

@@ -1,0 +1,122 @@
+"""Every test starts from the same state whatever ran before it, so a verdict never depends on order or run.
+
+- Seeds: ``random``, NumPy and torch are seeded from the test's node id before it runs, and a module- or
+  session-scoped fixture is built from a seed of its own name with the global RNG state put back afterwards, so
+  it is the same object (and leaves the same streams) whichever test happens to build it first.
+- torch's process-wide settings: the intra-op thread count (float reductions depend on it), deterministic
+  algorithms, grad mode, the default dtype and the float32 matmul precision are set to one baseline before each
+  test and put back after it; so are the working directory and the environment variables.
+- Order: pytest-randomly (the dev extra) shuffles modules and the tests inside them on every run and names its
+  seed in the header and after the summary; ``-p randomly --randomly-seed=N`` replays an order and ``-p no:randomly``
+  runs in file order. Its own per-test reseeding (from the run's seed) is switched off: the seeds here depend on the
+  node id alone, so a test draws the same numbers in any order and on any run.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+# Before torch, albumentations or huggingface_hub are imported by any test module; a value already set wins.
+os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")  # no update check over the network at import
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a mistaken hub name fails at once instead of retrying for ~30 s
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"oarkit-inductor-{os.getuid()}"))
+os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # NUM_THREADS, for the subprocesses tests start (CLI, torchrun)
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+#: intra-op threads in every test. A constant, so float sums split the same way on any machine (a tiny BERT
+#: trained for three epochs reached 21% dev accuracy with two threads and 32% with one); and one, because OpenMP
+#: threads spin on a loaded machine: a tiny BERT training step took 1.0-1.6 s with two threads on two busy cores,
+#: 76 ms with one.
+NUM_THREADS = 1
+
+
+def _seed(key: str) -> None:
+    seed = zlib.crc32(key.encode())
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _baseline() -> None:
+    """torch's process-wide settings as a fresh interpreter has them (threads: a constant)."""
+    torch.set_num_threads(NUM_THREADS)
+    torch.use_deterministic_algorithms(False)
+    torch.set_grad_enabled(True)
+    torch.set_default_dtype(torch.float32)
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cudnn.benchmark = False
+
+
+def _rng_state() -> tuple[Any, Any, torch.Tensor]:
+    return random.getstate(), np.random.get_state(), torch.get_rng_state()
+
+
+def _set_rng_state(state: tuple[Any, Any, torch.Tensor]) -> None:
+    random.setstate(state[0])
+    np.random.set_state(state[1])
+    torch.set_rng_state(state[2])
+
+
+class SharedFixtureSeeds:
+    """A shared fixture is built from a seed of its own name and the baseline, and leaves the test's RNG streams
+    as they were, so it is the same whichever test builds it first.
+
+    A plugin rather than a conftest hook: pytest asks a session-scoped fixture's hooks of the session, which sees
+    only the conftest files at the root (and DESIGN.md keeps none there).
+    """
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef, request: pytest.FixtureRequest) -> Iterator[Any]:
+        if fixturedef.scope == "function":
+            return (yield)
+        state = _rng_state()
+        _baseline()
+        _seed(f"{fixturedef.baseid}::{fixturedef.argname}[{getattr(request, 'param_index', 0)}]")
+        try:
+            return (yield)
+        finally:
+            _baseline()
+            _set_rng_state(state)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.pluginmanager.has_plugin("oarkit-shared-fixture-seeds"):
+        config.pluginmanager.register(SharedFixtureSeeds(), "oarkit-shared-fixture-seeds")
+    if config.pluginmanager.hasplugin("randomly"):
+        # pytest-randomly would reseed random and NumPy before each test phase from the run's seed (a new one every
+        # run), overriding the node-id seeds of `isolated` below; keep its shuffling only.
+        config.option.randomly_reset_seed = False
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    seed = getattr(config.option, "randomly_seed", None)
+    if config.pluginmanager.hasplugin("randomly") and isinstance(seed, int):
+        # The header that names the seed is hidden under -q: repeat it where a failure is read.
+        terminalreporter.write_line(f"test order: --randomly-seed={seed} replays it, "
+                                    "-p no:randomly runs in file order")
+
+
+@pytest.fixture(autouse=True)
+def isolated(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Seeds from the node id and torch's baseline settings; the directory and environment are put back after."""
+    cwd, environ = os.getcwd(), dict(os.environ)
+    _baseline()
+    _seed(request.node.nodeid)
+    yield
+    _baseline()
+    if os.getcwd() != cwd:
+        os.chdir(cwd)
+    for key in set(os.environ) - set(environ):
+        del os.environ[key]
+    for key, value in environ.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
