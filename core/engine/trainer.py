@@ -340,10 +340,9 @@ class Trainer:
     def _row_due(self) -> tuple[bool, bool]:
         """After an optimizer step of a run counted in iterations: ``(close a row, evaluate in it)``."""
         step, last = self.global_step, self.global_step >= self.max_iters
-        evaluate = self.val_loader is not None and (
-            last or (self.eval_every_iters is not None and step % self.eval_every_iters == 0))
-        save = last or evaluate or (self.checkpoint_every_iters is not None and step % self.checkpoint_every_iters == 0)
-        return save, evaluate
+        at_eval = self.eval_every_iters is not None and step % self.eval_every_iters == 0
+        at_checkpoint = self.checkpoint_every_iters is not None and step % self.checkpoint_every_iters == 0
+        return last or at_eval or at_checkpoint, self.val_loader is not None and (last or at_eval)
 
     def _end_row(self, epoch: int, *, evaluate: bool) -> None:
         """Close a history row: the mean losses since the last row, the LR, the metric when ``evaluate``, then

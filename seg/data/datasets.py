@@ -147,16 +147,20 @@ class SegmentationDataset(Dataset):
         self.epoch = int(epoch)
 
     def image_sizes(self) -> list[tuple[int, int]]:
-        """``(height, width)`` of every image as stored, read from the file headers once (nothing is decoded)."""
+        """``(height, width)`` of every sample, read once from the label maps' headers (nothing is decoded).
+
+        The label's size is the image's (:meth:`load` refuses a pair that differs), and unlike a JPEG header it
+        needs no EXIF rotation to say what the decoded array will be.
+        """
         if self._sizes is None:
             sizes = []
-            for image_path, _ in self.samples:
+            for _, label_path in self.samples:
                 try:
-                    with Image.open(image_path) as im:
+                    with Image.open(label_path) as im:
                         width, height = im.size
                 except OSError as err:
-                    raise DataError(f"Image {image_path} cannot be read (missing, corrupt or not an image): {err}") \
-                        from err
+                    raise DataError(f"Label map {label_path} cannot be read (missing, corrupt or not an image): "
+                                    f"{err}") from err
                 sizes.append((height, width))
             self._sizes = sizes
         return self._sizes

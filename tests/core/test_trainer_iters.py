@@ -108,7 +108,10 @@ def load(name, path):
 
 toy = load("toy_conftest", {conftest!r})
 tests = load("iters_tests", {tests!r})
+import torch
 from oarkit.core.engine.callbacks import Callback
+
+torch.set_num_threads({threads})  # the test process's: float sums split the same way in both
 
 class Kill(Callback):
     def on_checkpoint(self, trainer, path):
@@ -122,7 +125,8 @@ tests.build(toy, Path({root!r}), callbacks=[Kill()]).fit()
 def test_resume_after_a_kill_mid_epoch_is_bit_exact(tmp_path, toy):
     straight = build(toy, tmp_path / "a")
     straight.fit()
-    script = KILL_SCRIPT.format(conftest=str(HERE / "conftest.py"), tests=__file__, root=str(tmp_path / "b"))
+    script = KILL_SCRIPT.format(conftest=str(HERE / "conftest.py"), tests=__file__, root=str(tmp_path / "b"),
+                                threads=torch.get_num_threads())
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == -9, proc.stderr[-2000:]
@@ -158,3 +162,10 @@ def test_bad_run_lengths_name_the_key(trainer_factory, kwargs, message):
     with pytest.raises(ConfigError, match=message):
         trainer_factory(**kwargs)
 
+
+def test_a_recipe_with_both_lengths_fails_before_training(tmp_path):
+    from oarkit.core.config import build_trainer, load_config
+
+    cfg = load_config("seg/pp_liteseg_stdc1_shapes_256x256", ["trainer.max_epochs=2", f"output_dir={tmp_path}"])
+    with pytest.raises(ConfigError, match="trainer.max_epochs=2 and trainer.max_iters=.* both set"):
+        build_trainer(cfg)

@@ -24,6 +24,6 @@ def shapes_root(tmp_path_factory) -> Path:
 @pytest.fixture
 def tiny_overrides(shapes_root, tmp_path):
     """Overrides that turn the demo recipe into a seconds-long run on the tiny shapes set."""
-    return [f"data.root={shapes_root}", f"output_dir={tmp_path / 'run'}", "trainer.max_epochs=1",
+    return [f"data.root={shapes_root}", f"output_dir={tmp_path / 'run'}", "trainer.max_iters=4",
             "data.batch_size=4", "data.crop_size=[64,64]", "data.val_resize=null", "trainer.progress=false",
             "trainer.tensorboard=false", "trainer.precision=fp32"]

@@ -42,7 +42,7 @@ def test_trained_run_exports_and_predicts(tmp_path, shapes_root):
 
     run = tmp_path / "run"
     assert main(["train", "-c", "seg/pp_liteseg_stdc1_shapes_256x256", f"data.root={shapes_root}",
-                 f"output_dir={run}", "trainer.max_epochs=1", "data.batch_size=4", "data.crop_size=[32,32]",
+                 f"output_dir={run}", "trainer.max_iters=4", "data.batch_size=4", "data.crop_size=[32,32]",
                  "trainer.progress=false", "trainer.tensorboard=false", "trainer.precision=fp32"]) == 0
     report = export(export_source(run), "onnx", output_dir=tmp_path / "export", data_root=str(shapes_root))
     assert report.ok and report.main_indicator == "miou", report.table()

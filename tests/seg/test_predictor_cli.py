@@ -20,7 +20,7 @@ DEMO = "seg/pp_liteseg_stdc1_shapes_256x256"
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory, shapes_root) -> Path:
     out = tmp_path_factory.mktemp("seg") / "run"
-    assert main(["train", "-c", DEMO, f"data.root={shapes_root}", f"output_dir={out}", "trainer.max_epochs=1",
+    assert main(["train", "-c", DEMO, f"data.root={shapes_root}", f"output_dir={out}", "trainer.max_iters=4",
                  "data.batch_size=4", "data.crop_size=[32,32]", "trainer.progress=false", "trainer.tensorboard=false",
                  "trainer.precision=fp32"]) == 0
     return out
@@ -95,7 +95,7 @@ def test_bad_data_is_a_clear_message(tmp_path, shapes_root, capsys):
     (bad / "train.txt").write_text((shapes_root / "train.txt").read_text())
     (bad / "val.txt").write_text((shapes_root / "val.txt").read_text())
     assert main(["train", "-c", DEMO, f"data.root={bad}", f"output_dir={tmp_path / 'run'}", "data.num_classes=2",
-                 "trainer.max_epochs=1", "trainer.progress=false", "trainer.tensorboard=false"]) == 2
+                 "trainer.max_iters=4", "trainer.progress=false", "trainer.tensorboard=false"]) == 2
     err = capsys.readouterr().err
     assert "error:" in err and "outside [0, 2)" in err and "labels/" in err and "Traceback" not in err
 
