@@ -4,7 +4,7 @@ transformers models take keyword inputs and return ``ModelOutput`` objects; expo
 tensors out. :class:`FlatOutputs` calls the model with ``input_ids``, ``attention_mask`` and (when the task feeds
 sentence types) ``token_type_ids``, and returns the named output fields, in eval mode. :class:`DeployedTextModel`
 is the way back: an export folder called with keywords, returning an object with the named fields, so the text
-predictors run on an artifact exactly as on the eager model.
+predictors, and export verification's metric, run on an artifact exactly as on the eager model.
 """
 
 from __future__ import annotations
@@ -48,13 +48,16 @@ class DeployedTextModel(nn.Module):
     model saw zeros there); the outputs come back as attributes named after the graph's outputs (``logits``, or
     ``start_logits`` and ``end_logits``).
 
+    Export verification scores an artifact through the text task's own ``validation_step`` this way (it is the
+    text deploy spec's ``deployed_wrapper``).
+
     Args:
-        folder: an export folder of a text run.
+        folder: an export folder of a text run, or its :class:`~oarkit.core.deploy.DeployedModel`.
     """
 
-    def __init__(self, folder: str | Path) -> None:
+    def __init__(self, folder: str | Path | DeployedModel) -> None:
         super().__init__()
-        self.deployed = DeployedModel(folder)
+        self.deployed = folder if isinstance(folder, DeployedModel) else DeployedModel(folder)
         self.manifest = self.deployed.manifest
         self.input_names = [t.name for t in self.manifest.inputs]
         self.output_names = [t.name for t in self.manifest.outputs]

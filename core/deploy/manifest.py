@@ -18,11 +18,38 @@ MANIFEST_VERSION = 1
 
 @dataclass
 class TensorInfo:
-    """One graph input or output: its name, shape (a string for a dynamic axis) and dtype."""
+    """One graph input or output: its name, shape (a string for a dynamic axis), dtype, and for an input the
+    range of each dynamic axis (``{"height": {"min": 32, "max": 1280, "multiple": 32}}``)."""
 
     name: str
     shape: list[int | str]
     dtype: str = "float32"
+    ranges: dict[str, dict[str, int | None]] = field(default_factory=dict)
+
+    def shape_problems(self, shape: tuple[int, ...], *, unbounded_first_axis: bool = False) -> list[str]:
+        """Why an array of ``shape`` does not fit this input (empty when it does).
+
+        Args:
+            shape: the array's shape.
+            unbounded_first_axis: ignore the first axis' upper bound (the deployed model runs it in chunks).
+        """
+        if len(shape) != len(self.shape):
+            return [f"{self.name} has shape {tuple(shape)}, the graph takes {len(self.shape)} axes {self.shape}"]
+        problems = []
+        for axis, (want, size) in enumerate(zip(self.shape, shape)):
+            if isinstance(want, int):
+                if size != want:
+                    problems.append(f"{self.name} axis {axis} is {size}, the graph takes {want}")
+                continue
+            bounds = self.ranges.get(str(want)) or {}
+            low, high, multiple = bounds.get("min") or 0, bounds.get("max"), bounds.get("multiple") or 1
+            if unbounded_first_axis and axis == 0:
+                high = None
+            if size < low or (high is not None and size > high) or size % multiple:
+                text = f"[{low}, {'inf' if high is None else high}]" + (
+                    f", a multiple of {multiple}" if multiple > 1 else "")
+                problems.append(f"{self.name} axis {axis} ({want}) is {size}, the graph takes {text}")
+        return problems
 
 
 @dataclass

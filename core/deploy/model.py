@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from oarkit.core.deploy.manifest import DeployManifest, read_manifest
+from oarkit.core.deploy.manifest import DEPLOY_FILE, DeployManifest, read_manifest
 from oarkit.core.deploy.runtimes import Runtime, open_runtime
 from oarkit.core.errors import OarkitError
 
@@ -45,6 +45,12 @@ class DeployedModel(nn.Module):
             names = [info.name for info in self.manifest.inputs]
             raise OarkitError(f"{self.folder} takes {len(names)} inputs ({', '.join(names)}), got {len(arrays)}")
         dtypes = self.input_dtypes or [np.dtype(np.float32)] * len(arrays)
+        chunked = bool(self.manifest.max_batch)
+        problems = [p for info, a in zip(self.manifest.inputs, arrays)
+                    for p in info.shape_problems(tuple(a.shape), unbounded_first_axis=chunked)]
+        if problems:
+            raise OarkitError(f"{self.folder} cannot run these inputs: {'; '.join(problems)} (see its "
+                              f"{DEPLOY_FILE}); resize or pad them to a shape the graph takes")
         return tuple(np.ascontiguousarray(a, dtype=d) for a, d in zip(arrays, dtypes))
 
     def run_numpy(self, *arrays: np.ndarray) -> list[np.ndarray]:

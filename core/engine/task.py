@@ -3,39 +3,15 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
 from torch.utils.data import Dataset, Sampler, default_collate
 
+from oarkit.core.engine.deploy_spec import DeploySpec  # noqa: F401  (re-exported: its old home)
 from oarkit.core.engine.metric import Metric
 from oarkit.core.errors import ConfigError, did_you_mean
-
-
-@dataclass
-class DeploySpec:
-    """How a trained model leaves PyTorch: the graph to export and what a deployed predictor needs.
-
-    Attributes:
-        module: the export wrapper (training-only branches off, outputs flattened to tensors).
-        example_inputs: inputs that trace the wrapper.
-        input_names, output_names: names of the graph's inputs and outputs.
-        dynamic_axes: per input name, the axes that may vary (``{"images": {0: "batch"}}``).
-        preprocessing: how raw inputs become ``example_inputs`` (resize, crop, mean, std, ...).
-        postprocessing: parameters of the post-processing (top-k, thresholds, ...).
-        labels: label names, index order.
-    """
-
-    module: nn.Module
-    example_inputs: tuple[torch.Tensor, ...]
-    input_names: list[str]
-    output_names: list[str]
-    dynamic_axes: dict[str, dict[int, str]] = field(default_factory=dict)
-    preprocessing: dict[str, Any] = field(default_factory=dict)
-    postprocessing: dict[str, Any] = field(default_factory=dict)
-    labels: list[str] = field(default_factory=list)
 
 
 class DataModule(ABC):
@@ -173,6 +149,19 @@ class Task(ABC):
     def deploy_spec(self, model: nn.Module) -> DeploySpec:
         """What export needs; see :class:`DeploySpec`."""
         raise NotImplementedError(f"{type(self).__name__} does not define deploy_spec()")
+
+    def export_inputs(self, batch: Any) -> tuple[torch.Tensor, ...]:
+        """The export graph's inputs in a collated batch, in the order of the deploy spec's ``input_names``.
+
+        Export feeds these to the eager wrapper and the artifact (verification) and to int8 calibration. The
+        default reads an ``(inputs..., targets)`` tuple: every item but the last (a bare tensor is the input).
+        """
+        if isinstance(batch, torch.Tensor):
+            return (batch,)
+        if isinstance(batch, (tuple, list)) and len(batch) > 1:
+            return tuple(batch[:-1])
+        raise NotImplementedError(f"{type(self).__name__} batches are {type(batch).__name__}s, not (inputs..., "
+                                  "targets) tuples: define export_inputs(batch) to pick the graph's inputs")
 
     def meta(self) -> dict[str, Any]:
         """Task facts for meta.json (labels, preprocessing); must be JSON-serialisable."""

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from oarkit.core.engine.task import DeploySpec
+from oarkit.core.engine.deploy_spec import DeploySpec
 from oarkit.core.export.prepare import dynamic_shapes
 
 CalibrationBatches = list[tuple[torch.Tensor, ...]]
@@ -23,8 +23,8 @@ class ExportContext:
     Attributes:
         spec: the kit's deploy spec; ``spec.module`` is the export wrapper, in eval mode, with re-parameterizable
             blocks fused.
-        inputs: example inputs whose dynamic axes have at least two entries (``torch.export`` would otherwise
-            specialise a batch of one into a constant).
+        inputs: the example inputs with every dynamic axis at a size ``torch.export`` keeps symbolic (see
+            :func:`~.prepare.traceable_inputs`: it would specialise a batch of one into a constant).
         folder: where the artifact goes.
         options: the format's resolved options.
         calibration: returns batches of real inputs (training images, eval preprocessing) for int8 formats.
@@ -49,7 +49,8 @@ class ExportContext:
         return self.spec.module
 
     def dynamic_shapes(self, max_batch: int | None = None) -> tuple[dict[int, Any], ...]:
-        """``torch.export`` dynamic shapes of the spec's inputs (see :func:`~.prepare.dynamic_shapes`)."""
+        """``torch.export`` dynamic shapes of the spec's inputs, with their declared ranges and multiples and the
+        batch axis capped at ``max_batch`` (see :func:`~.prepare.dynamic_shapes`)."""
         return dynamic_shapes(self.spec, max_batch)
 
     def calibration_batches(self) -> CalibrationBatches:

@@ -21,7 +21,8 @@ class ExportRow:
         folder: the export folder.
         size_bytes: the artifact's size on disk (with its weights file for OpenVINO).
         latency_ms: median batch-1 latency on its runtime.
-        outputs: per output, ``max_abs`` and ``max_rel`` against eager.
+        outputs: per output, ``max_abs`` and ``max_rel`` against eager; ``max_rel`` is the error its comparator
+            reports (by default ``max |artifact - eager| / max |eager|``; see :mod:`~oarkit.core.export.compare`).
         max_rel: the worst ``max_rel`` over the outputs.
         tolerance: the format's tolerance on ``max_rel``.
         metric: the task's main metric of the artifact (with ``--data``).
@@ -72,7 +73,7 @@ class ExportReport:
     def table(self) -> str:
         """The report as a Markdown table (eager PyTorch first)."""
         metric = self.main_indicator or "metric"
-        head = ["format", "size", "latency b1", "max rel err (tol)", metric, "delta", "result"]
+        head = ["format", "size", "latency b1", "max error (tol)", metric, "delta", "result"]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines.append("| " + " | ".join([
             "torch eager", _size(self.eager_size_bytes), _ms(self.eager_latency_ms), "reference",

@@ -1,7 +1,9 @@
-"""Verification of exported artifacts against eager PyTorch: output errors, latency and the task metric.
+"""Verification of exported artifacts against eager PyTorch: output differences, latency and the task metric.
 
-Errors are measured per output as ``max_abs = max |artifact - eager|`` and ``max_rel = max_abs / max |eager|``
-(relative to the output's range: element-wise relative errors explode near zero and say nothing).
+Outputs are compared by the deploy spec's comparators (:mod:`oarkit.core.export.compare`; by default
+``max |artifact - eager| / max |eager|`` per output, relative to the output's range: element-wise relative errors
+explode near zero and say nothing). The metric goes through the one evaluation path
+(:func:`oarkit.core.engine.evaluation.run_evaluation`), exactly as training and ``oarkit eval`` compute it.
 """
 
 from __future__ import annotations
@@ -9,33 +11,15 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset, Subset
 
-from oarkit.core.engine.task import Task
-
-
-@dataclass
-class OutputError:
-    """The worst difference of one output over every verified input."""
-
-    name: str
-    max_abs: float = 0.0
-    max_rel: float = 0.0
-
-    def update(self, reference: torch.Tensor, actual: torch.Tensor) -> None:
-        if reference.shape != actual.shape:
-            raise ValueError(f"output {self.name!r} has shape {tuple(actual.shape)}, eager gives "
-                             f"{tuple(reference.shape)}")
-        ref, act = reference.detach().float().cpu(), actual.detach().float().cpu()
-        diff = float((ref - act).abs().max()) if ref.numel() else 0.0
-        scale = float(ref.abs().max()) if ref.numel() else 0.0
-        self.max_abs = max(self.max_abs, diff)
-        self.max_rel = max(self.max_rel, diff / scale if scale > 0 else diff)
+from oarkit.core.engine.evaluation import build_loader, run_evaluation
+from oarkit.core.engine.task import DataModule, Task
+from oarkit.core.export.compare import Difference, OutputComparator, compare_batch
 
 
 def _as_tuple(out: Any) -> tuple[torch.Tensor, ...]:
@@ -44,16 +28,23 @@ def _as_tuple(out: Any) -> tuple[torch.Tensor, ...]:
 
 @torch.no_grad()
 def compare_outputs(reference: nn.Module, deployed: nn.Module, batches: Iterable[tuple[torch.Tensor, ...]],
-                    names: Sequence[str]) -> list[OutputError]:
-    """Run both modules on every batch and keep each output's worst absolute and relative error."""
-    errors = [OutputError(n) for n in names]
+                    names: Sequence[str], compare: OutputComparator | Sequence[OutputComparator] | None = None
+                    ) -> dict[str, Difference]:
+    """Run both modules on every batch and keep each output's worst :class:`~.compare.Difference`.
+
+    Args:
+        reference: the eager export wrapper.
+        deployed: the artifact, called like the wrapper (positional tensors in, a tuple out).
+        batches: the graph's inputs, batch by batch.
+        names: the output names, in order.
+        compare: the deploy spec's comparators (outputs they do not judge: element-wise, relative to the range).
+    """
+    worst: dict[str, Difference] = {}
     for batch in batches:
-        ref, out = _as_tuple(reference(*batch)), _as_tuple(deployed(*batch))
-        if len(ref) != len(out):
-            raise ValueError(f"the artifact returns {len(out)} outputs, eager returns {len(ref)}")
-        for err, r, o in zip(errors, ref, out):
-            err.update(r, o)
-    return errors
+        diffs = compare_batch(names, _as_tuple(reference(*batch)), _as_tuple(deployed(*batch)), compare)
+        for name, diff in diffs.items():
+            worst[name] = worst[name].worse(diff) if name in worst else diff
+    return worst
 
 
 @torch.no_grad()
@@ -71,26 +62,24 @@ def median_latency_ms(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], 
     return 1000.0 * statistics.median(times)
 
 
-def model_inputs(batch: Any, count: int) -> tuple[torch.Tensor, ...]:
-    """The first ``count`` tensors of a ``(inputs..., targets)`` batch: what the export wrapper takes."""
-    items = batch if isinstance(batch, (tuple, list)) else (batch,)
-    return tuple(items[:count])
+def task_metric(task: Task, model: nn.Module, dataset: Dataset, *, batch_size: int = 32, limit: int | None = None,
+                data: DataModule | None = None) -> dict[str, Any]:
+    """The task's metric of ``model`` on ``dataset``, through the one evaluation path the Trainer uses.
 
+    An artifact enters wrapped so that the task's ``validation_step`` calls it as it calls the trained model
+    (:attr:`DeploySpec.deployed_wrapper <oarkit.core.engine.deploy_spec.DeploySpec.deployed_wrapper>`), so the
+    eager model and the artifact go through the same code.
 
-@torch.no_grad()
-def task_metric(task: Task, model: nn.Module, dataset: Dataset, *, batch_size: int = 32,
-                limit: int | None = None) -> dict[str, Any]:
-    """The task's metric of ``model`` on ``dataset``, computed exactly as the Trainer's evaluation does.
-
-    An artifact enters as a :class:`~oarkit.core.deploy.DeployedModel`: a task's ``validation_step`` calls the
-    model as its export wrapper is called, so the eager model and the artifact go through the same code.
+    Args:
+        task: the set-up or restored task.
+        model: the eager model, or the wrapped artifact.
+        dataset: the split (evaluation preprocessing).
+        batch_size: samples per batch.
+        limit: score the first ``limit`` samples only (``None``: all).
+        data: the data module whose batch sampler groups the split (``None``: plain batches).
     """
-    loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, collate_fn=task.collate)
-    metric = task.build_metric()
-    seen = 0
-    for batch in loader:
-        metric.update(task.validation_step(model, batch), batch)
-        seen += len(batch[-1]) if isinstance(batch, (tuple, list)) else batch_size
-        if limit is not None and seen >= limit:
-            break
-    return metric.compute()
+    if limit is not None and limit < len(dataset):
+        dataset = Subset(dataset, range(int(limit)))
+    loader = build_loader(dataset, data, task, train=False, batch_size=batch_size)
+    results, _ = run_evaluation(task, model, loader)
+    return results

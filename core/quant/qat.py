@@ -15,6 +15,7 @@ happens to be fake-quantized, and does not know it:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +27,7 @@ from torch import nn
 from oarkit.core.engine.callbacks import Callback
 from oarkit.core.engine.task import DataModule, DeploySpec, Task, TaskWrapper
 from oarkit.core.errors import ConfigError, WeightsError
-from oarkit.core.export.prepare import dynamic_shapes, export_inputs, reparameterize
+from oarkit.core.export.prepare import dynamic_shapes, reparameterize, traceable_inputs
 from oarkit.core.quant import pt2e
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class QATTask(TaskWrapper):
         fused = copy.deepcopy(model).eval()
         reparameterize(fused)
         spec = self.inner.deploy_spec(fused)
-        prepared = pt2e.prepare_qat(spec.module, export_inputs(spec), dynamic_shapes(spec), backend=self.backend)
+        prepared = pt2e.prepare_qat(spec.module, traceable_inputs(spec), dynamic_shapes(spec), backend=self.backend)
         prepared.oarkit_name = getattr(model, "oarkit_name", None)
         prepared.oarkit_kwargs = getattr(model, "oarkit_kwargs", {})
         return prepared
@@ -102,9 +103,7 @@ class QATTask(TaskWrapper):
         converted.oarkit_quantization = self.scheme
         converted.oarkit_name = getattr(model, "oarkit_name", None)
         inner = self.inner.deploy_spec(self.float_model)
-        return DeploySpec(module=converted, example_inputs=inner.example_inputs, input_names=inner.input_names,
-                          output_names=inner.output_names, dynamic_axes=inner.dynamic_axes,
-                          preprocessing=inner.preprocessing, postprocessing=inner.postprocessing, labels=inner.labels)
+        return dataclasses.replace(inner, module=converted)  # the inner spec's shapes, comparators and wrapper
 
     def meta(self) -> dict[str, Any]:
         return {**self.inner.meta(), "quant": self.scheme}

@@ -17,12 +17,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from oarkit.core.engine.task import DeploySpec, Task
+from oarkit.core.engine.deploy_spec import DeploySpec, Dim, InputSpec
+from oarkit.core.engine.task import Task
 from oarkit.core.errors import ConfigError
 from oarkit.core.registry import factory_name, model_factory, model_info
 from oarkit.nlp.data.collate import PadCollator, model_inputs
 from oarkit.nlp.data.module import TextDataModule
-from oarkit.nlp.deploy import FlatOutputs
+from oarkit.nlp.deploy import DeployedTextModel, FlatOutputs
 from oarkit.nlp.layer_decay import layerwise_lr_groups
 from oarkit.nlp.models.builder import encoder_of
 from oarkit.nlp.tokenizer import load_tokenizer, tokenizer_from_spec, tokenizer_spec
@@ -202,14 +203,33 @@ class TransformerTask(Task):
             inputs.append(types)
         return tuple(inputs)
 
+    @property
+    def graph_inputs(self) -> list[str]:
+        """The export graph's inputs: ids, mask and (for text pairs) sentence types."""
+        return ["input_ids", "attention_mask"] + (["token_type_ids"] if self.uses_token_types else [])
+
+    def export_inputs(self, batch: dict[str, Any]) -> tuple[torch.Tensor, ...]:
+        """The graph's inputs in a collated batch dict (what export feeds the eager wrapper and the artifact)."""
+        return tuple(batch[name] for name in self.graph_inputs)
+
     def deploy_spec(self, model: nn.Module) -> DeploySpec:
-        names = ["input_ids", "attention_mask"] + (["token_type_ids"] if self.uses_token_types else [])
-        axes = {n: {0: "batch", 1: "sequence"} for n in names}
-        for output in self.outputs:
-            axes[output] = {0: "batch"} if output == "logits" and self.name == "text_classification" else \
-                {0: "batch", 1: "sequence"}
+        """A graph over any batch and any length up to ``max_length`` (at least two tokens: ``[CLS] [SEP]``).
+
+        Random verification inputs are ids inside the vocabulary with full attention masks (padding is verified
+        on the dataset's batches); the artifact is scored by this task's own ``validation_step`` through
+        :class:`~oarkit.nlp.deploy.DeployedTextModel`, which calls it with keywords like the trained model.
+        """
+        vocab = len(self.tokenizer) if self.tokenizer is not None else 100
+        longest = max(int(self.preprocessing.get("max_length") or 512), 16)  # the example holds 16 tokens
+        batch, sequence = Dim("batch", 1), Dim("sequence", 2, longest)
+        values = {"input_ids": (0, vocab), "attention_mask": (1, 2), "token_type_ids": (0, 2)}
+        inputs = [InputSpec(name, [batch, sequence], dtype="int64", low=values[name][0], high=values[name][1])
+                  for name in self.graph_inputs]
+        output_axes = {output: {0: "batch"} if output == "logits" and self.name == "text_classification" else
+                       {0: "batch", 1: "sequence"} for output in self.outputs}
         return DeploySpec(module=FlatOutputs(model, self.outputs).eval(), example_inputs=self.example_inputs(),
-                          input_names=names, output_names=list(self.outputs), dynamic_axes=axes,
+                          input_names=self.graph_inputs, output_names=list(self.outputs), inputs=inputs,
+                          output_axes=output_axes, deployed_wrapper=DeployedTextModel,
                           preprocessing={**self.meta()["preprocessing"], "task": self.name},
                           postprocessing=self.postprocessing(), labels=self.labels)
 

@@ -113,6 +113,34 @@ def test_onnx_pt2_export_verify_and_deploy_yaml(toy, tmp_path) -> None:
     assert (tmp_path / "export" / "report.md").read_text().count("| pass") == 2
 
 
+def test_a_perturbed_artifact_fails_verification(toy, tmp_path, monkeypatch) -> None:
+    """The default comparator catches an artifact that computes something else (a bias moved by 0.05)."""
+    import oarkit.core.export.pipeline as pipeline
+
+    real = pipeline.deploy_copy
+
+    def perturbed(spec: DeploySpec) -> DeploySpec:
+        copy = real(spec)
+        with torch.no_grad():
+            copy.module[-1].bias.add_(0.05)
+        return copy
+
+    monkeypatch.setattr(pipeline, "deploy_copy", perturbed)
+    report = export(_source(toy, tmp_path), "onnx")
+    row = report.row("onnx")
+    assert row.status == "fail" and "output 'logits' differs by" in row.message, report.table()
+    assert row.max_rel > 1e-3 and row.outputs["logits"]["max_abs"] == pytest.approx(0.05, rel=1e-3)
+    assert read_manifest(tmp_path / "export" / "onnx").verification["status"] == "fail" and not report.ok
+
+
+def test_a_batch_the_default_export_inputs_cannot_read_says_what_to_define(toy) -> None:
+    task = toy.ToyTask()
+    x = torch.randn(2, 8)
+    assert task.export_inputs((x, torch.zeros(2))) == (x,) and task.export_inputs(x) == (x,)
+    with pytest.raises(NotImplementedError, match="define export_inputs"):
+        task.export_inputs({"x": x})
+
+
 def test_int8_onnx_calibrates_and_keeps_the_metric(toy, tmp_path) -> None:
     report = export(_source(toy, tmp_path), "onnx", quantize="int8")
     row = report.row("onnx_int8")

@@ -66,7 +66,7 @@ def test_onnx_graph_has_dynamic_batch_and_sequence(onnx_export, text_run) -> Non
     assert set(dims) == {"input_ids", "attention_mask"}
     assert all(isinstance(d, str) for shape in dims.values() for d in shape)  # both axes symbolic
     manifest = yaml.safe_load((out / "onnx" / "deploy.yaml").read_text())
-    assert manifest["task"] == "nlp" and manifest["labels"] == text_run.task.labels
+    assert manifest["task"] == "nlp/text_classification" and manifest["labels"] == text_run.task.labels
     assert manifest["inputs"][0]["dtype"] == "int64" and manifest["inputs"][0]["shape"] == ["batch", "sequence"]
     assert "json" in manifest["preprocessing"]["tokenizer"]  # a deployed predictor can rebuild the tokenizer
     # The artifact matches eager PyTorch on fresh shapes, with a padded attention mask.

@@ -28,8 +28,7 @@ def lower_to_pte(ctx: ExportContext, module: nn.Module) -> str:
     """
     path = ctx.folder / "model.pte"
     path.write_bytes(_lowered(module, ctx.inputs, ctx.dynamic_shapes(ctx.options["max_batch"])))
-    batch_inputs = [i for i, name in enumerate(ctx.spec.input_names) if 0 in
-                    {int(a) for a in ctx.spec.dynamic_axes.get(name, {})}]
+    batch_inputs = [i for i, spec in enumerate(ctx.spec.input_specs()) if 0 in spec.dynamic()]
     if batch_inputs and not _runs(path, _first_sample(ctx.inputs, batch_inputs)):
         logger.warning("this ExecuTorch program fails at batch 1 (some of its tensors keep the traced batch size); "
                        "exporting it for a fixed batch of 1 instead (larger batches run one sample at a time)")

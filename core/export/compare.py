@@ -1,0 +1,259 @@
+"""How verification compares an artifact's outputs with eager PyTorch's, output by output.
+
+A comparator takes one batch's outputs of both, by output name, and returns a :class:`Difference` for each output
+it judges. The number it reports (``error``) is held against the export format's tolerance (``1e-4`` for float
+formats, ``0.5`` for int8), so each comparator states its error as a fraction:
+
+- :class:`RangeRelative` (the default): equal shapes, ``max |artifact - eager| / max |eager|``.
+- :class:`RaggedRows`: outputs whose row count depends on the data (rows above a threshold); equal counts, rows
+  optionally put in order by a column first, then as the default.
+- :class:`MatchedBoxes`: detections matched by IoU (the count may differ): ``1 - IoU`` of the worst match, or the
+  fraction of boxes left unmatched; scores and labels compared on the matched pairs.
+- :class:`Probabilities`: probability maps, ``max |artifact - eager|`` in probability units (their range is 1
+  whatever the map holds), with the share of elements that cross the decision threshold in the note.
+
+A task puts its comparators on :attr:`DeploySpec.compare <oarkit.core.engine.deploy_spec.DeploySpec.compare>`;
+outputs none of them reports go through :class:`RangeRelative`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import torch
+
+from oarkit.core.errors import ConfigError
+
+Outputs = Mapping[str, torch.Tensor]
+
+
+@dataclass
+class Difference:
+    """How far one output of the artifact is from eager's.
+
+    Attributes:
+        error: the number held against the format's tolerance (see the module docstring).
+        max_abs: the largest absolute difference of compared values.
+        note: what a failure message adds to the number (``3 rows, eager 4``).
+    """
+
+    error: float
+    max_abs: float = 0.0
+    note: str = ""
+
+    def worse(self, other: Difference) -> Difference:
+        """The worse of two differences (the larger error, with its note), keeping the larger ``max_abs``."""
+        worst = other if other.error > self.error or math.isnan(other.error) else self
+        return Difference(worst.error, max(self.max_abs, other.max_abs), worst.note)
+
+
+@runtime_checkable
+class OutputComparator(Protocol):
+    """Compares outputs of one batch: ``(eager, artifact) -> {output name: Difference}`` for the outputs it judges."""
+
+    def __call__(self, reference: Outputs, actual: Outputs) -> dict[str, Difference]: ...
+
+
+def _float(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().float().cpu()
+
+
+def range_relative(reference: torch.Tensor, actual: torch.Tensor) -> Difference:
+    """``max |actual - reference| / max |reference|``; shapes must agree (an infinite error otherwise)."""
+    if reference.shape != actual.shape:
+        return Difference(math.inf, math.inf, f"shape {tuple(actual.shape)}, eager {tuple(reference.shape)}")
+    ref, act = _float(reference), _float(actual)
+    if not ref.numel():
+        return Difference(0.0)
+    diff = float((ref - act).abs().max())
+    scale = float(ref.abs().max())
+    return Difference(diff / scale if scale > 0 else diff, diff)
+
+
+class RangeRelative:
+    """Element-wise, relative to the output's range, equal shapes (the default comparator).
+
+    Args:
+        outputs: the outputs it judges (default: every output).
+    """
+
+    def __init__(self, outputs: Sequence[str] | None = None) -> None:
+        self.outputs = None if outputs is None else list(outputs)
+
+    def __call__(self, reference: Outputs, actual: Outputs) -> dict[str, Difference]:
+        names = self.outputs if self.outputs is not None else list(reference)
+        return {n: range_relative(reference[n], actual[n]) for n in names}
+
+
+class RaggedRows:
+    """Outputs with a data-dependent number of rows: the counts must agree, then rows compare as the default.
+
+    Args:
+        outputs: the ragged outputs; with ``order_by``, all must have the same rows (one row per detection).
+        order_by: ``(output, column)`` whose values put the rows in order first (an index column, when the
+            graph's row order is not defined); ``None``: the rows are compared in the order they come.
+    """
+
+    def __init__(self, outputs: Sequence[str], *, order_by: tuple[str, int] | None = None) -> None:
+        self.outputs = list(outputs)
+        self.order_by = order_by
+
+    def _order(self, out: Outputs) -> torch.Tensor | None:
+        if self.order_by is None:
+            return None
+        name, column = self.order_by
+        key = _float(out[name])
+        key = key[:, column] if key.ndim > 1 else key
+        return torch.argsort(key, stable=True)
+
+    def __call__(self, reference: Outputs, actual: Outputs) -> dict[str, Difference]:
+        counts = {n: (int(reference[n].shape[0]), int(actual[n].shape[0])) for n in self.outputs}
+        if any(r != a for r, a in counts.values()):
+            return {n: Difference(math.inf, math.inf, f"{a} rows, eager {r}") for n, (r, a) in counts.items()}
+        ref_order, act_order = self._order(reference), self._order(actual)
+        out = {}
+        for n in self.outputs:
+            ref, act = reference[n], actual[n]
+            if ref_order is not None and act_order is not None:
+                ref, act = ref[ref_order], act[act_order]
+            out[n] = range_relative(ref, act)
+        return out
+
+
+def box_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """IoU of every box of ``a`` [N, 4] with every box of ``b`` [M, 4], both ``x1, y1, x2, y2``: [N, M]."""
+    area_a = (a[:, 2] - a[:, 0]).clamp(min=0) * (a[:, 3] - a[:, 1]).clamp(min=0)
+    area_b = (b[:, 2] - b[:, 0]).clamp(min=0) * (b[:, 3] - b[:, 1]).clamp(min=0)
+    top_left = torch.maximum(a[:, None, :2], b[None, :, :2])
+    bottom_right = torch.minimum(a[:, None, 2:], b[None, :, 2:])
+    inter = (bottom_right - top_left).clamp(min=0).prod(-1)
+    union = area_a[:, None] + area_b[None, :] - inter
+    return torch.where(union > 0, inter / union.clamp(min=1e-12), torch.zeros_like(inter))
+
+
+class MatchedBoxes:
+    """Detections of a variable count, matched greedily by IoU (eager boxes by descending score).
+
+    ``boxes``' error is ``1 - IoU`` of the worst matched pair, or the share of boxes (of both sides) left
+    unmatched when that is larger; ``scores``' error is the largest score difference of matched pairs (scores
+    are probabilities: absolute), ``labels``' the share of matched pairs whose labels differ.
+
+    Args:
+        boxes: the output of ``x1, y1, x2, y2`` boxes, [N, 4].
+        scores: the output of their scores [N], when there is one.
+        labels: the output of their class ids [N], when there is one.
+        batch_index: the output saying which image each box belongs to [N] (boxes only match within an image).
+        min_iou: pairs below this IoU do not match.
+    """
+
+    def __init__(self, boxes: str = "boxes", *, scores: str | None = None, labels: str | None = None,
+                 batch_index: str | None = None, min_iou: float = 0.5) -> None:
+        if not 0 < min_iou <= 1:
+            raise ConfigError(f"MatchedBoxes(min_iou={min_iou}) must lie in (0, 1]")
+        self.boxes, self.scores, self.labels, self.batch_index = boxes, scores, labels, batch_index
+        self.min_iou = float(min_iou)
+
+    def _match(self, reference: Outputs, actual: Outputs) -> list[tuple[int, int, float]]:
+        ref, act = _float(reference[self.boxes]).reshape(-1, 4), _float(actual[self.boxes]).reshape(-1, 4)
+        iou = box_iou(ref, act)
+        if self.batch_index is not None:
+            same = _float(reference[self.batch_index]).reshape(-1)[:, None] == _float(
+                actual[self.batch_index]).reshape(-1)[None, :]
+            iou = torch.where(same, iou, torch.full_like(iou, -1.0))
+        order = range(len(ref)) if self.scores is None else torch.argsort(
+            _float(reference[self.scores]).reshape(-1), descending=True, stable=True).tolist()
+        taken: set[int] = set()
+        pairs = []
+        for i in order:
+            if not iou.shape[1]:
+                break
+            candidates = iou[i].clone()
+            candidates[list(taken)] = -1.0
+            j = int(candidates.argmax())
+            if float(candidates[j]) >= self.min_iou:
+                taken.add(j)
+                pairs.append((i, j, float(candidates[j])))
+        return pairs
+
+    def __call__(self, reference: Outputs, actual: Outputs) -> dict[str, Difference]:
+        n_ref, n_act = int(reference[self.boxes].shape[0]), int(actual[self.boxes].shape[0])
+        pairs = self._match(reference, actual)
+        unmatched = (n_ref - len(pairs)) + (n_act - len(pairs))
+        share = unmatched / max(1, n_ref + n_act)
+        worst_iou = min((iou for _, _, iou in pairs), default=1.0)
+        ref_idx = torch.tensor([i for i, _, _ in pairs], dtype=torch.long)
+        act_idx = torch.tensor([j for _, j, _ in pairs], dtype=torch.long)
+        box_abs = float((_float(reference[self.boxes])[ref_idx] - _float(actual[self.boxes])[act_idx]).abs().max()
+                        ) if pairs else 0.0
+        note = f"{n_act} boxes, eager {n_ref}, {len(pairs)} matched at IoU >= {self.min_iou:g}" if unmatched else ""
+        out = {self.boxes: Difference(max(1.0 - worst_iou, share), box_abs, note)}
+        if self.scores is not None:
+            diff = float((_float(reference[self.scores])[ref_idx] - _float(actual[self.scores])[act_idx]).abs().max()
+                         ) if pairs else 0.0
+            out[self.scores] = Difference(diff, diff)
+        if self.labels is not None:
+            differ = int((reference[self.labels][ref_idx].cpu() != actual[self.labels][act_idx].cpu()).sum()
+                         ) if pairs else 0
+            out[self.labels] = Difference(differ / max(1, len(pairs)), float(differ > 0),
+                                          f"{differ} of {len(pairs)} matched boxes change class" if differ else "")
+        if self.batch_index is not None:
+            out[self.batch_index] = Difference(0.0, 0.0, "boxes are matched within each image")
+        return out
+
+
+class Probabilities:
+    """Probability maps: the largest absolute difference, and how many elements cross ``threshold``.
+
+    Args:
+        outputs: the probability outputs (values in [0, 1]).
+        threshold: the decision threshold whose crossings the note counts (DB's binarisation threshold).
+    """
+
+    def __init__(self, outputs: Sequence[str], *, threshold: float = 0.5) -> None:
+        self.outputs = list(outputs)
+        self.threshold = float(threshold)
+
+    def __call__(self, reference: Outputs, actual: Outputs) -> dict[str, Difference]:
+        out = {}
+        for n in self.outputs:
+            if reference[n].shape != actual[n].shape:
+                out[n] = range_relative(reference[n], actual[n])
+                continue
+            ref, act = _float(reference[n]), _float(actual[n])
+            diff = float((ref - act).abs().max()) if ref.numel() else 0.0
+            flips = float(((ref > self.threshold) != (act > self.threshold)).float().mean()) if ref.numel() else 0.0
+            out[n] = Difference(diff, diff, f"{100 * flips:.3g}% cross {self.threshold:g}" if flips else "")
+        return out
+
+
+def comparators_of(compare: OutputComparator | Sequence[OutputComparator] | None) -> list[OutputComparator]:
+    """A deploy spec's ``compare`` as a list."""
+    if compare is None:
+        return []
+    return [compare] if callable(compare) else list(compare)
+
+
+def compare_batch(names: Sequence[str], reference: Sequence[torch.Tensor], actual: Sequence[torch.Tensor],
+                  compare: OutputComparator | Sequence[OutputComparator] | None = None) -> dict[str, Difference]:
+    """Every output's :class:`Difference` on one batch: the given comparators first, then :class:`RangeRelative`.
+
+    Raises:
+        ValueError: the artifact returns another number of outputs than eager.
+        ConfigError: a comparator reports an output the graph does not have.
+    """
+    if len(reference) != len(actual):
+        raise ValueError(f"the artifact returns {len(actual)} outputs, eager returns {len(reference)}")
+    ref, act = dict(zip(names, reference)), dict(zip(names, actual))
+    out: dict[str, Difference] = {}
+    for comparator in comparators_of(compare):
+        for name, diff in comparator(ref, act).items():
+            if name not in ref:
+                raise ConfigError(f"{type(comparator).__name__} judges an output {name!r} the graph does not have; "
+                                  f"outputs: {', '.join(names)}")
+            out.setdefault(name, diff)
+    rest = [n for n in names if n not in out]
+    out.update(RangeRelative(rest)(ref, act))
+    return {n: out[n] for n in names}
