@@ -7,7 +7,7 @@
   algorithms, grad mode, the default dtype and the float32 matmul precision are set to one baseline before each
   test and put back after it; so are the working directory and the environment variables.
 - Order: pytest-randomly (the dev extra) shuffles modules and the tests inside them on every run and names its
-  seed in the header and after the summary; ``-p randomly --randomly-seed=N`` replays an order and ``-p no:randomly``
+  seed in the header and after the summary; ``--randomly-seed=N`` replays an order and ``-p no:randomly``
   runs in file order. Its own per-test reseeding (from the run's seed) is switched off: the seeds here depend on the
   node id alone, so a test draws the same numbers in any order and on any run.
 """
