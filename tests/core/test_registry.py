@@ -31,6 +31,9 @@ def _tiny(*, num_classes: int = 10, width: int = 4) -> nn.Module:
 def scratch() -> Iterator[list[str]]:
     """Names the test registers (and namespaces it adds), removed again afterwards."""
     names: list[str] = []
+    # The kits register theirs (timm/...) on the registry's first use: if that happened inside this test, the
+    # cleanup below would take them away from every later test.
+    registry._ensure_kits_loaded()
     namespaces = set(registry._NAMESPACES)
     yield names
     for name in names:
