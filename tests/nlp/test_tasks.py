@@ -27,7 +27,8 @@ def _meta(trainer) -> dict:
 
 def test_text_classification_run_directory(text_run, tiny_tokenizer) -> None:
     meta = _meta(text_run)
-    assert meta["task"] == "nlp/text_classification" and meta["nlp_task"] == "text_classification" and len(meta["labels"]) == 8
+    assert meta["task"] == "nlp/text_classification" and meta["nlp_task"] == "text_classification"
+    assert len(meta["labels"]) == 8
     # Trained from scratch on its own tokenizer: the embedding matches it, and the run records how it was built.
     assert meta["model"] == {"name": "nlp/bert_tiny_uncased", "kwargs": {
         "num_classes": 8, "head": "sequence_classification", "vocab_size": len(load_tokenizer(tiny_tokenizer)),
