@@ -3,6 +3,8 @@ equals the training eval transform, the export verb, and the quant=qat config gr
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,21 @@ from oarkit.core.cli import main
 from oarkit.core.deploy import read_manifest
 from oarkit.core.engine.checkpoint import read_meta
 from oarkit.core.export import export
+
+
+def _int8_dot_products_do_not_saturate() -> bool:
+    """Whether onnxruntime's u8s8 kernels run exact int32 dot products on this CPU (VNNI or AMX). On AVX2
+    without VNNI they use VPMADDUBSW, whose 16-bit pair sums saturate, so an int8 artifact is not bit-faithful
+    to the converted module there (measured on an AVX2-only EPYC: max_rel 0.23-0.26 instead of < 0.05)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return True
+    return any(f in flags for f in ("avx512_vnni", "avx_vnni", "amx_int8"))
+
+
+EXACT_INT8 = pytest.mark.xfail(not _int8_dot_products_do_not_saturate(), strict=False,
+                               reason="onnxruntime's AVX2 u8s8 kernels saturate 16-bit pair sums without VNNI")
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
 
@@ -81,6 +98,7 @@ def test_qat_config_group_composes_and_requires_a_checkpoint(shapes_root) -> Non
         load_config("clas/pp_lcnet_x0_5_digits_32x32", ["quant=qat", "quant.checkpoint=x", "quant.backed=x86"])
 
 
+@EXACT_INT8
 def test_qat_fine_tunes_in_the_trainer_and_exports_int8_onnx(run_dir, shapes_root, tmp_path) -> None:
     from oarkit.core.config import build_trainer, load_config
 

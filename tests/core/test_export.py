@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,21 @@ from oarkit.core import ConfigError, UnknownNameError
 from oarkit.core.deploy import DeployedModel, MissingDependencyError, read_manifest, require
 from oarkit.core.engine.task import DeploySpec
 from oarkit.core.export import ExportSource, export, get_format, list_formats, parse_formats, reparameterize
+
+
+def _int8_dot_products_do_not_saturate() -> bool:
+    """Whether onnxruntime's u8s8 kernels run exact int32 dot products on this CPU (VNNI or AMX). On AVX2
+    without VNNI they use VPMADDUBSW, whose 16-bit pair sums saturate, so an int8 artifact is not bit-faithful
+    to the converted module there (measured on an AVX2-only EPYC: max_rel 0.23-0.26 instead of < 0.05)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return True
+    return any(f in flags for f in ("avx512_vnni", "avx_vnni", "amx_int8"))
+
+
+EXACT_INT8 = pytest.mark.xfail(not _int8_dot_products_do_not_saturate(), strict=False,
+                               reason="onnxruntime's AVX2 u8s8 kernels saturate 16-bit pair sums without VNNI")
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
 
@@ -228,6 +244,7 @@ def test_int8_onnx_keeps_the_stem_float_and_runs_int8_convolutions(toy, images, 
                              input_names=["x"], nodes_to_exclude=["no_such_node"])
 
 
+@EXACT_INT8
 def test_qat_int8_onnx_computes_what_the_converted_module_computes(toy, images, tmp_path) -> None:
     """The chain fake-quantized model -> converted module -> ONNX artifact on onnxruntime, link by link."""
     import copy
