@@ -52,6 +52,16 @@ def test_bf16_autocasts_and_trains(trainer_factory):
     assert trainer.best_metric > 60.0
 
 
+def test_auto_precision_is_bf16_only_where_the_hardware_computes_it(trainer_factory, monkeypatch):
+    from oarkit.core.engine import precision
+
+    for native, expected in ((True, "bf16"), (False, "fp32")):
+        monkeypatch.setattr(precision, "native_bf16", lambda device, native=native: native)
+        trainer = trainer_factory(precision="auto", max_epochs=1)
+        assert trainer.precision.name == expected
+        assert not trainer.precision.scaler.is_enabled()
+
+
 def test_fp16_uses_a_grad_scaler(trainer_factory):
     trainer = trainer_factory(precision="fp16", max_epochs=1)
     assert trainer.precision.scaler.is_enabled()
