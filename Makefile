@@ -46,7 +46,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip setuptools wheel
 	$(PY) -m pip install torch==2.14.1 torchvision==0.29.1
-	$(PY) -m pip install -e ".[dev,demo,export]"
+	$(PY) -m pip install -e ".[dev,demo,export,ocr]"
 	touch $(STAMP)
 
 demo: $(STAMP)
