@@ -26,6 +26,7 @@ _LAZY = {
     "Metric": "oarkit.core.engine.metric",
     "load_config": "oarkit.core.config",
     "instantiate": "oarkit.core.config",
+    "load_model": "oarkit.core.hub",
 }
 
 
@@ -41,5 +42,5 @@ def __getattr__(name: str):
 __all__ = [
     "Callback", "ConfigError", "DataError", "Metric", "ModelCard", "Namespace", "OarkitError", "PretrainedWeights",
     "Task", "Trainer", "TrainingError", "UnknownNameError", "WeightsError", "create_model", "instantiate",
-    "list_models", "load_config", "model_info", "register_model", "register_namespace",
+    "list_models", "load_config", "load_model", "model_info", "register_model", "register_namespace",
 ]

@@ -1,4 +1,6 @@
-"""Pretrained weights: local cache, download when online, sha256 verification, loading onto a module."""
+"""Pretrained weights and model directories: the local cache, download when online, sha256 verification, Paddle
+releases converted on first use (:mod:`oarkit.core.interop.pretrained`), loading onto a module, and
+:func:`load_model`, which rebuilds any self-describing model directory."""
 
 from __future__ import annotations
 
@@ -44,6 +46,9 @@ def cached_path(weights: PretrainedWeights, model_name: str) -> Path:
     """The cache location of ``weights`` (whether or not it is there yet)."""
     if weights.file_name and not weights.url:
         name = f"{weights.hub_id.replace('/', '--')}--{weights.file_name}"
+    elif not weights.file_name and weights.format == "pdparams":
+        # Paddle releases name their files by folder (PaddleSeg: .../<config>/model.pdparams): keep the folder.
+        name = "--".join(weights.url.rstrip("/").rsplit("/", 2)[-2:])
     else:
         name = weights.file_name or weights.url.rsplit("/", 1)[-1]
     if not name:
@@ -51,8 +56,11 @@ def cached_path(weights: PretrainedWeights, model_name: str) -> Path:
     return cache_dir() / name
 
 
-def verify(path: Path, weights: PretrainedWeights, model_name: str) -> None:
+def verify(path: Path, weights: PretrainedWeights, model_name: str) -> str:
     """Check ``path`` against the registered sha256 (or its recorded first-download digest).
+
+    Returns:
+        The file's sha256.
 
     Raises:
         WeightsError: the digest differs; the file is refused and left for the user to inspect.
@@ -71,13 +79,21 @@ def verify(path: Path, weights: PretrainedWeights, model_name: str) -> None:
                            f"{expected}. The file is corrupt or not the registered one; delete it and retry.")
     if not weights.sha256 and not record.exists():
         record.write_text(actual + "\n")
+    return actual
+
+
+def is_offline() -> bool:
+    """Whether downloads are off (``HF_HUB_OFFLINE=1``, as on machines without a network)."""
+    return os.environ.get("HF_HUB_OFFLINE") == "1"
 
 
 def _download(weights: PretrainedWeights, target: Path, model_name: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     hint = (f"Download it by hand from {weights.location} to {target}, "
             "or pass pretrained='path/to/file' to load a local copy.")
-    offline = os.environ.get("HF_HUB_OFFLINE") == "1"
+    offline = is_offline()
+    if offline and weights.url and not weights.url.startswith("file:"):
+        raise WeightsError(f"{model_name}: weights are not cached at {target} and HF_HUB_OFFLINE=1 (offline). {hint}")
     try:
         if weights.url:
             fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".part")
@@ -101,16 +117,20 @@ def _download(weights: PretrainedWeights, target: Path, model_name: str) -> None
                            f"{hint}") from err
 
 
-def resolve_weights(card: ModelCard) -> Path:
-    """A verified local file of the card's registered weights, downloading it when it is not cached."""
+def resolve_weights_digest(card: ModelCard) -> tuple[Path, str]:
+    """A verified local file of the card's registered weights (downloaded when it is not cached) and its sha256."""
     if card.weights is None:
         raise WeightsError(f"{card.name} has no registered weights; use pretrained=False or a local file path")
     path = cached_path(card.weights, card.name)
     if not path.exists():
         logger.info("downloading %s weights from %s", card.name, card.weights.location)
         _download(card.weights, path, card.name)
-    verify(path, card.weights, card.name)
-    return path
+    return path, verify(path, card.weights, card.name)
+
+
+def resolve_weights(card: ModelCard) -> Path:
+    """A verified local file of the card's registered weights, downloading it when it is not cached."""
+    return resolve_weights_digest(card)[0]
 
 
 def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
@@ -172,17 +192,69 @@ def load_state_dict(model: nn.Module, state: dict[str, Any], *, head: tuple[str,
 
 
 def load_pretrained(model: nn.Module, card: ModelCard, pretrained: bool | str | Path) -> list[str]:
-    """Load the card's registered weights (``pretrained=True``) or a local file onto ``model``."""
-    if pretrained is True:
-        fmt, location = (card.weights.format, card.weights.location) if card.weights else ("", "")
-    else:
-        fmt, location = Path(pretrained).suffix.lstrip("."), str(pretrained)
-    if fmt == "pdparams":
-        raise WeightsError(f"{card.name}: PaddlePaddle weights ({location}) cannot be loaded yet: conversion of "
-                           "'pdparams' checkpoints is not supported. Use pretrained=False, or a converted "
-                           ".safetensors/.pth file as pretrained='path'.")
+    """Load the card's registered weights (``pretrained=True``) or a local file onto ``model``.
+
+    A Paddle release (a card's ``pdparams`` weights) is converted once into the cache through the card's Paddle
+    mapping; a local Paddle checkpoint (``.pdparams``, PaddleNLP directory, inference model) is converted in memory.
+
+    Returns:
+        The names of the head tensors that were re-initialised.
+    """
+    from oarkit.core.interop import pretrained as paddle
+
+    loader = getattr(card, "pretrained_loader", None)
+    if pretrained is True and loader is not None:  # weights the card's own loader resolves
+        state, source = loader(model, card)
+        return load_state_dict(model, state, head=card.classifier, source=source)
+    if pretrained is True and card.weights is not None and card.weights.format == "pdparams":
+        state, converted = paddle.released_state(card, model)
+        return load_state_dict(model, state, head=card.classifier, source=f"{converted} (converted)")
+    if pretrained is not True and paddle.is_paddle_checkpoint(pretrained):
+        state = paddle.local_state(pretrained, model, card)
+        return load_state_dict(model, state, head=card.classifier, source=f"{pretrained} (converted)")
     path = resolve_weights(card) if pretrained is True else Path(pretrained)
     state = read_state_dict(path)
     if card.state_dict_filter is not None:
         state = card.state_dict_filter(state, model)
     return load_state_dict(model, state, head=card.classifier, source=str(path))
+
+
+def load_model(path: str | Path) -> nn.Module:
+    """Rebuild the model of a self-describing model directory, with its own architecture and weights.
+
+    The directory's meta.json names its task id, whose kit (found through :mod:`oarkit.core.kits`) registers the
+    model it names; the module is built with the recorded keyword arguments (an ERNIE saved with 4 layers comes
+    back with 4) and its ``model.safetensors`` loaded.
+
+    Args:
+        path: a run directory (its ``best/``, else ``last/``), a run's ``best/`` or ``last/``, or a folder written
+            by ``oarkit convert paddle``.
+
+    Returns:
+        The module in eval mode (``oarkit_name`` and ``oarkit_kwargs`` say how it was built).
+
+    Raises:
+        DataError: ``path`` does not exist, is an export folder, or is no model directory.
+        OarkitError: its task id is unknown or no installed kit registers it.
+        WeightsError: meta.json names no registry model, or the weights do not fit it.
+    """
+    from oarkit.core.engine.checkpoint import META_FILE, find_model_dir, load_model_dir, read_meta
+    from oarkit.core.errors import DataError, UnknownNameError
+    from oarkit.core.kits import source_entry
+
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path} does not exist; pass a run directory, its best/ or last/ folder, or a folder "
+                        "written by `oarkit convert paddle`")
+    if (path / "deploy.yaml").is_file():
+        raise DataError(f"{path} is an export folder (it holds deploy.yaml), not a model directory: load it with "
+                        "oarkit.core.deploy.DeployedModel.load or a kit's predictor")
+    folder = find_model_dir(path)
+    source_entry(folder)  # the task id is known and its kit installed (which registers the kit's models)
+    try:
+        model, _ = load_model_dir(folder)
+    except UnknownNameError as err:
+        name = (read_meta(folder).get("model") or {}).get("name")
+        raise WeightsError(f"{folder / META_FILE} names the model {name!r}, which no installed kit registers: "
+                           f"{err}") from err
+    return model

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import os
 import random
+import socket
 import tempfile
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 # Before torch, albumentations or huggingface_hub are imported by any test module; a value already set wins.
@@ -120,3 +122,23 @@ def isolated(request: pytest.FixtureRequest) -> Iterator[None]:
     for key, value in environ.items():
         if os.environ.get(key) != value:
             os.environ[key] = value
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty oarkit cache under ``tmp_path``."""
+    monkeypatch.setenv("OARKIT_HOME", str(tmp_path / "oarkit"))
+    return tmp_path
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Records (and refuses) every attempt to open a network connection."""
+    attempts: list = []
+
+    def refuse(self, address, *args, **kwargs):
+        attempts.append(address)
+        raise OSError("network disabled in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    return attempts

@@ -7,7 +7,6 @@ executorch`` (or ``all``) exports each model to every format and verifies each a
 
 from __future__ import annotations
 
-import importlib
 import logging
 import tempfile
 import time
@@ -61,9 +60,14 @@ def sample_names(pattern: str = "clas/*") -> list[str]:
 
 
 def _export_source(name: str) -> Any:
-    """The owning kit's export source for a registry name, with random weights."""
-    kit = importlib.import_module(f"oarkit.{model_info(name).factory.__module__.split('.')[1]}")
-    return kit.export_source(name, pretrained=False)
+    """The export source of a registry name's task id (the owning kit's), with random weights."""
+    from oarkit.core.errors import OarkitError
+    from oarkit.core.kits import task_entry
+
+    entry = task_entry(model_info(name).task)
+    if entry.export_source is None:
+        raise OarkitError(f"{name}: its task id {entry.task_id!r} declares no export source, so it cannot export")
+    return entry.export_source(name, pretrained=False)
 
 
 def check_model(name: str, *, formats: Sequence[str] = ("onnx",), workdir: str | Path | None = None) -> ZooRow:

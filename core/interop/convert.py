@@ -10,7 +10,6 @@ and ``oarkit export`` read.
 from __future__ import annotations
 
 import datetime
-import importlib
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,17 +51,15 @@ def read_paddle_checkpoint(src: str | Path) -> tuple[dict[str, np.ndarray], dict
 
 
 def _kit_meta(card: ModelCard) -> dict[str, Any]:
-    """The kit's meta.json view of a registry model (task id, labels, preprocessing), read from its
-    ``export_source`` so that the converted directory describes itself as the kit's own runs do."""
-    from oarkit.core.kits import KITS
+    """The kit's meta.json view of a registry model (task id, labels, preprocessing), read from the
+    ``export_source`` of its task id's entry, so that the converted directory describes itself as the kit's own
+    runs do."""
+    from oarkit.core.kits import task_entry
 
-    kit_name = card.task.split("/", 1)[0]
-    if kit_name not in KITS:  # a card whose task is not yet a task id: the kit is the factory's package
-        kit_name = card.factory.__module__.split(".")[1]
-    kit = importlib.import_module(f"oarkit.{kit_name}")
-    if not hasattr(kit, "export_source"):
+    entry = task_entry(card.task)
+    if entry.export_source is None:
         return {"task": card.task}
-    return dict(kit.export_source(card.name, pretrained=False).meta)
+    return dict(entry.export_source(card.name, pretrained=False).meta)
 
 
 def convert_paddle(src: str | Path, *, model: str, out: str | Path, num_classes: int | None = None,
@@ -78,7 +75,7 @@ def convert_paddle(src: str | Path, *, model: str, out: str | Path, num_classes:
         **model_kwargs: the registry model's own keyword arguments.
 
     Returns:
-        ``out``, which :func:`oarkit.core.engine.checkpoint.load_model_dir` rebuilds.
+        ``out``, which :func:`oarkit.core.load_model` rebuilds.
 
     Raises:
         ConfigError: the model has no Paddle mapping.

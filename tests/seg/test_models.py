@@ -103,7 +103,7 @@ def test_paddleseg_cards() -> None:
 
 
 def test_paddle_weights_are_refused_clearly() -> None:
-    with pytest.raises(WeightsError, match="not supported"):
+    with pytest.raises(WeightsError, match="pdparams"):
         create_model("seg/pp_liteseg_stdc1", pretrained=True)
 
 
