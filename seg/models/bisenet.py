@@ -17,6 +17,7 @@ from torch import nn
 
 from oarkit.core.backbones.layers import ConvBN, ConvBNReLU, DepthwiseConvBN, init_weights, resize
 from oarkit.core.backbones.resnet_vd import ResNet18_vd
+from oarkit.core.interop import PaddleMapping
 
 from .zoo import register_paddleseg
 
@@ -285,9 +286,15 @@ class BiSeNetV2(nn.Module):
         return [resize(logit, x.shape[2:], align_corners=self.align_corners) for logit in logits]
 
 
+#: PaddleSeg checkpoints keep these modules' names (BatchNorm statistics aside)
+PADDLE_MAPPING_V1 = PaddleMapping(source="paddleseg.models.BiseNetV1(backbone=paddleseg.models.backbones.ResNet18_vd)")
+PADDLE_MAPPING_V2 = PaddleMapping(source="paddleseg.models.BiSeNetV2")
+
+
 @register_paddleseg("seg/bisenetv1_resnet18_vd", family="bisenetv1", config="bisenetv1_cityscapes_1024x512_160k",
                     dataset="cityscapes", miou=75.19, paper=PAPER_V1,
-                    classifier=("heads.0.conv_1x1", "heads.1.conv_1x1", "heads.2.conv_1x1"))
+                    classifier=("heads.0.conv_1x1", "heads.1.conv_1x1", "heads.2.conv_1x1"),
+                    paddle_mapping=PADDLE_MAPPING_V1)
 def bisenetv1_resnet18_vd(*, num_classes: int = 19, **kwargs: Any) -> BiseNetV1:
     """BiSeNetV1 on ResNet18-vd at output stride 8."""
     return BiseNetV1(num_classes=num_classes, backbone=ResNet18_vd(output_stride=8), **kwargs)
@@ -296,7 +303,7 @@ def bisenetv1_resnet18_vd(*, num_classes: int = 19, **kwargs: Any) -> BiseNetV1:
 @register_paddleseg("seg/bisenetv2", family="bisenetv2", config="bisenet_cityscapes_1024x1024_160k",
                     dataset="cityscapes", miou=73.19, paper=PAPER_V2, readme="bisenet", size=(1024, 1024),
                     classifier=("head.conv_1x1", "aux_head1.conv_1x1", "aux_head2.conv_1x1", "aux_head3.conv_1x1",
-                                "aux_head4.conv_1x1"))
+                                "aux_head4.conv_1x1"), paddle_mapping=PADDLE_MAPPING_V2)
 def bisenetv2(*, num_classes: int = 19, **kwargs: Any) -> BiSeNetV2:
     """BiSeNetV2 (lambda 0.25)."""
     return BiSeNetV2(num_classes=num_classes, **kwargs)

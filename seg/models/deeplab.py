@@ -19,6 +19,7 @@ from torch import nn
 
 from oarkit.core.backbones.layers import ConvBNReLU, SeparableConvBNReLU, init_weights, resize
 from oarkit.core.backbones.resnet_vd import ResNet50_vd, ResNet101_vd
+from oarkit.core.interop import PaddleMapping
 
 from .pyramid_pool import ASPPModule
 from .zoo import register_paddleseg
@@ -133,8 +134,11 @@ def _register(name: str, model: type[_DeepLab], backbone: Any, depth: int, outpu
     factory.__name__ = factory.__qualname__ = name.split("/")[1]
     factory.__doc__ = f"{model.__name__} on ResNet{depth}-vd at output stride {output_stride}."
     paper = PAPER_V3P if model is DeepLabV3P else PAPER_V3
+    # PaddleSeg checkpoints keep this module's names (BatchNorm statistics aside)
+    mapping = PaddleMapping(source=f"paddleseg.models.{model.__name__}(backbone=paddleseg.models.backbones."
+                                   f"ResNet{depth}_vd)")
     register_paddleseg(name, family=family, config=config, dataset="cityscapes", miou=miou, paper=paper,
-                       classifier=heads, tags=tags, **extra)(factory)
+                       classifier=heads, tags=tags, paddle_mapping=mapping, **extra)(factory)
 
 
 for _model, _prefix, _scores in ((DeepLabV3, "deeplabv3", {50: 79.90, 101: 80.85}),

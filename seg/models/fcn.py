@@ -17,6 +17,7 @@ from torch import nn
 
 from oarkit.core.backbones.hrnet import HRNet_W18, HRNet_W48
 from oarkit.core.backbones.layers import ConvBNReLU, init_weights, resize
+from oarkit.core.interop import PaddleMapping
 
 from .zoo import register_paddleseg
 
@@ -160,7 +161,9 @@ def _fcn(name: str, backbone: Any, miou: float, width: int, tags: tuple[str, ...
     factory.__name__ = factory.__qualname__ = name.split("/")[1]
     factory.__doc__ = f"FCN on HRNet-W{width}."
     register_paddleseg(name, family="fcn", config=f"fcn_hrnetw{width}_cityscapes_1024x512_80k", dataset="cityscapes",
-                       miou=miou, paper=PAPER_FCN, classifier=("head.cls",), tags=tags)(factory)
+                       miou=miou, paper=PAPER_FCN, classifier=("head.cls",), tags=tags,
+                       paddle_mapping=PaddleMapping(source=f"paddleseg.models.FCN(backbone=paddleseg.models."
+                                                           f"backbones.HRNet_W{width})"))(factory)
 
 
 def _ocrnet(name: str, backbone: Any, miou: float, width: int, tags: tuple[str, ...] = ()) -> None:
@@ -171,7 +174,9 @@ def _ocrnet(name: str, backbone: Any, miou: float, width: int, tags: tuple[str, 
     factory.__doc__ = f"OCRNet on HRNet-W{width}."
     register_paddleseg(name, family="ocrnet", config=f"ocrnet_hrnetw{width}_cityscapes_1024x512_160k",
                        dataset="cityscapes", miou=miou, paper=PAPER_OCR,
-                       classifier=("head.cls_head", "head.aux_head.1"), tags=tags)(factory)
+                       classifier=("head.cls_head", "head.aux_head.1"), tags=tags,
+                       paddle_mapping=PaddleMapping(source=f"paddleseg.models.OCRNet(backbone=paddleseg.models."
+                                                           f"backbones.HRNet_W{width})"))(factory)
 
 
 _fcn("seg/fcn_hrnet_w18", HRNet_W18, 78.97, 18)

@@ -19,6 +19,7 @@ from torch import nn
 
 from oarkit.core.backbones.layers import ConvBN, ConvBNReLU, init_weights, resize
 from oarkit.core.backbones.stdcnet import STDC1, STDC2
+from oarkit.core.interop import PaddleMapping
 
 from .zoo import register_paddleseg
 
@@ -180,9 +181,13 @@ def _drop_stdc_aliases(state: dict[str, Any], model: nn.Module) -> dict[str, Any
     return {k: v for k, v in state.items() if not k.startswith(skip) and (k in own or "conv_last" not in k)}
 
 
+#: PaddleSeg checkpoints keep this module's names (BatchNorm statistics aside); older STDC checkpoints also carry
+#: the ``x2 .. x32`` aliases and an unused ``conv_last``, left out.
+PADDLE_MAPPING = PaddleMapping(drop=(r"^backbone\.x(2|4|8|16|32)\.", r"^backbone\.conv_last\."),
+                               source="paddleseg.models.PPLiteSeg(backbone=paddleseg.models.backbones.STDC1/2)")
 HEADS = ("seg_heads.0.conv_out", "seg_heads.1.conv_out", "seg_heads.2.conv_out")
 CARD: dict[str, Any] = {"family": "pp_liteseg", "dataset": "cityscapes", "paper": PAPER, "classifier": HEADS,
-                        "state_dict_filter": _drop_stdc_aliases}
+                        "state_dict_filter": _drop_stdc_aliases, "paddle_mapping": PADDLE_MAPPING}
 
 
 @register_paddleseg("seg/pp_liteseg_stdc1", config="pp_liteseg_stdc1_cityscapes_1024x512_scale0.5_160k",

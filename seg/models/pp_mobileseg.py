@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from oarkit.core.backbones.layers import resize
+from oarkit.core.interop import PaddleMapping
 
 from .strideformer import ConvBNAct, MobileSeg_Base, MobileSeg_Tiny
 from .zoo import register_paddleseg
@@ -60,8 +61,12 @@ class PPMobileSeg(nn.Module):
         return [resize(self.decode_head(self.backbone(x)), x.shape[2:], align_corners=self.align_corners)]
 
 
+#: PaddleSeg checkpoints keep this module's names (BatchNorm statistics aside)
+PADDLE_MAPPING = PaddleMapping(source="paddleseg.models.PPMobileSeg(backbone=paddleseg.models.backbones."
+                                      "MobileSeg_Tiny/MobileSeg_Base)")
 CARD: dict[str, Any] = {"family": "pp_mobileseg", "dataset": "ade20k", "paper": PAPER,
-                        "classifier": ("decode_head.conv_seg",), "imagenet_norm": True}
+                        "classifier": ("decode_head.conv_seg",), "imagenet_norm": True,
+                        "paddle_mapping": PADDLE_MAPPING}
 
 
 @register_paddleseg("seg/pp_mobileseg_tiny", config="pp_mobileseg_tiny_ade20k_512x512_160k", miou=36.70,

@@ -15,6 +15,7 @@ from torch import nn
 
 from oarkit.core.backbones.layers import init_weights, resize
 from oarkit.core.backbones.resnet_vd import ResNet50_vd, ResNet101_vd
+from oarkit.core.interop import PaddleMapping
 
 from .layers import AuxLayer
 from .pyramid_pool import PPModule
@@ -75,8 +76,10 @@ class PSPNet(nn.Module):
         return [resize(logit, x.shape[2:], align_corners=self.align_corners) for logit in logits]
 
 
+#: PaddleSeg checkpoints keep this module's names (BatchNorm statistics aside)
+PADDLE_MAPPING = PaddleMapping(source="paddleseg.models.PSPNet(backbone=paddleseg.models.backbones.ResNet*_vd)")
 CARD: dict[str, Any] = {"family": "pspnet", "dataset": "cityscapes", "paper": PAPER,
-                        "classifier": ("head.conv", "head.auxlayer.conv")}
+                        "classifier": ("head.conv", "head.auxlayer.conv"), "paddle_mapping": PADDLE_MAPPING}
 
 
 @register_paddleseg("seg/pspnet_resnet50_vd_os8", config="pspnet_resnet50_os8_cityscapes_1024x512_80k", miou=78.83,

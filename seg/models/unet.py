@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from oarkit.core.backbones.layers import ConvBNReLU, init_weights, resize
+from oarkit.core.interop import PaddleMapping
 
 from .zoo import register_paddleseg
 
@@ -93,8 +94,13 @@ def _drop_conv_alias(state: dict[str, Any], model: nn.Module) -> dict[str, Any]:
     return {k: v for k, v in state.items() if not (k.startswith("conv.") and "cls." + k[5:] in state)}
 
 
+#: PaddleSeg checkpoints keep this module's names (BatchNorm statistics aside); its ``conv`` is ``cls`` again
+PADDLE_MAPPING = PaddleMapping(drop=(r"^conv\.",), source="paddleseg.models.UNet")
+
+
 @register_paddleseg("seg/unet", family="unet", config="unet_cityscapes_1024x512_160k", dataset="cityscapes",
-                    miou=65.00, paper=PAPER, classifier=("cls",), state_dict_filter=_drop_conv_alias)
+                    miou=65.00, paper=PAPER, classifier=("cls",), state_dict_filter=_drop_conv_alias,
+                    paddle_mapping=PADDLE_MAPPING)
 def unet(*, num_classes: int = 19, **kwargs: Any) -> UNet:
     """U-Net with bilinear upsampling."""
     return UNet(num_classes=num_classes, **kwargs)

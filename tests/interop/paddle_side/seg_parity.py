@@ -1,0 +1,101 @@
+"""Paddle side of the seg parity tests; runs inside .venv-paddle (paddlepaddle 3.3.1 + paddleseg 2.8.0).
+
+For each PaddleSeg family named on the command line: build the model from paddleseg's own classes with random
+weights, perturb every BatchNorm statistic and every constant-valued tensor (so that the output depends on every
+layer and a wrongly mapped or forgotten tensor shows), save ``<family>/model.pdparams``, run Paddle's eval forward
+on a fixed input and save the input and the logits (``input.npy``, ``output.npy``).
+
+The input is 72x104: odd feature sizes from stride 8 on (9x13, 5x7, 3x4) exercise what differs between the
+frameworks at borders (exclusive average pooling, Paddle's asymmetric 'same' padding, ceil-mode pooling,
+adaptive pooling bins, resizing by a scale factor).
+
+    .venv-paddle/bin/python tests/interop/paddle_side/seg_parity.py OUT_DIR pp_liteseg_stdc1 unet ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import paddle
+from paddleseg import models as M
+from paddleseg.models import backbones as B
+
+INPUT_SHAPE = (2, 3, 72, 104)
+
+# family -> the PaddleSeg model its oarkit port mirrors, built as PaddleSeg's configs build it. DeepLabV3+ keeps
+# the registered ResNet50-vd (bottleneck blocks); DeepLabV3 and PSPNet run on the smallest ResNet-vd PaddleSeg
+# builds, ResNet18-vd (basic blocks), to keep the test fast.
+FAMILIES: dict[str, Callable[[], paddle.nn.Layer]] = {
+    "pp_liteseg_stdc1": lambda: M.PPLiteSeg(19, B.STDC1(), arm_out_chs=[32, 64, 128], seg_head_inter_chs=[32, 64, 64]),
+    "pp_mobileseg_tiny": lambda: M.PPMobileSeg(150, B.MobileSeg_Tiny(inj_type="AAM", out_feat_chs=[32, 64, 128])),
+    "bisenetv1_resnet18_vd": lambda: M.BiseNetV1(19, B.ResNet18_vd(output_stride=8)),
+    "bisenetv2": lambda: M.BiSeNetV2(19),
+    "deeplabv3_resnet18_vd_os8": lambda: M.DeepLabV3(19, B.ResNet18_vd(output_stride=8, multi_grid=(1, 2, 4)),
+                                                      backbone_indices=(3,), aspp_ratios=(1, 12, 24, 36)),
+    "deeplabv3p_resnet50_vd_os8": lambda: M.DeepLabV3P(19, B.ResNet50_vd(output_stride=8, multi_grid=(1, 2, 4)),
+                                                        backbone_indices=(0, 3), aspp_ratios=(1, 12, 24, 36)),
+    "fcn_hrnet_w18": lambda: M.FCN(19, B.HRNet_W18()),
+    "ocrnet_hrnet_w18": lambda: M.OCRNet(19, B.HRNet_W18(), backbone_indices=(0,)),
+    "pspnet_resnet18_vd_os8": lambda: M.PSPNet(19, B.ResNet18_vd(output_stride=8)),
+    "unet": lambda: M.UNet(19),
+}
+
+
+def perturb(layer: paddle.nn.Layer, rng: np.random.RandomState) -> None:
+    """Give BatchNorm statistics and every constant tensor (zero biases, unit scales) random values, and every
+    convolution and Linear weight a variance of 1 / fan-in: several PaddleSeg backbones initialise convolutions
+    with a standard deviation of 0.001, under which the logits hardly depend on the input or the deep layers."""
+    for name, tensor in layer.state_dict().items():
+        value = tensor.numpy()
+        if name.endswith(".weight") and value.ndim in (2, 4):
+            fan_in = value.shape[0] if value.ndim == 2 else int(np.prod(value.shape[1:]))  # Linear is [in, out]
+            new = rng.normal(0.0, fan_in**-0.5, value.shape)
+        elif name.endswith("._variance"):
+            new = rng.uniform(0.5, 2.0, value.shape)
+        elif name.endswith("._mean") or value.size == 1 or np.all(value == value.flat[0]):
+            new = rng.normal(0.0, 0.2, value.shape) + (1.0 if name.endswith(".weight") else 0.0)
+        else:
+            continue
+        tensor.set_value(new.astype(value.dtype))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("families", nargs="+", choices=sorted(FAMILIES))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    logging.getLogger("paddleseg").setLevel(logging.WARNING)
+    paddle.set_device("cpu")
+    for name in args.families:
+        paddle.seed(args.seed)
+        rng = np.random.RandomState(args.seed)
+        model = FAMILIES[name]()
+        perturb(model, rng)
+        model.eval()
+        folder = args.out / name
+        folder.mkdir(parents=True, exist_ok=True)
+        x = rng.uniform(-2.0, 2.0, INPUT_SHAPE).astype("float32")
+        start = time.perf_counter()
+        with paddle.no_grad():
+            y = model(paddle.to_tensor(x))[0].numpy()  # the main logits
+            # The top-level training flag alone makes PaddleSeg models return every head (auxiliary ones too)
+            # while their layers stay in eval mode: this proves the auxiliary heads' weights as well.
+            model.training = True
+            heads = [t.numpy() for t in model(paddle.to_tensor(x))]
+            model.training = False
+        paddle.save(model.state_dict(), str(folder / "model.pdparams"))
+        np.save(folder / "input.npy", x)
+        np.save(folder / "output.npy", y)
+        np.savez(folder / "heads.npz", *heads)
+        print(f"{name}: output {list(y.shape)}, max |y| {np.abs(y).max():.4g}, {len(heads)} head(s), "
+              f"{time.perf_counter() - start:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Parity with real Paddle for every seg port: PaddleSeg 2.8.0 models on paddlepaddle 3.3.1 (in .venv-paddle),
+converted with the family's declared mapping, must give Paddle's logits, auxiliary heads included.
+
+The Paddle side (paddle_side/seg_parity.py) runs once for the module in a subprocess; a missing Paddle
+environment fails these tests (``make paddle-env`` builds it), it does not skip them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from oarkit.core.backbones.layers import Conv2d
+from oarkit.core.backbones.resnet_vd import ResNet18_vd
+from oarkit.core.engine.checkpoint import load_model_dir
+from oarkit.core.interop import apply_mapping, convert_paddle, read_pdparams
+from oarkit.core.registry import model_info
+from oarkit.seg.models.deeplab import DeepLabV3
+from oarkit.seg.models.pspnet import PSPNet
+
+ROOT = Path(__file__).resolve().parents[2]
+PADDLE_PYTHON = Path(os.environ.get("OARKIT_PADDLE_PYTHON", ROOT / ".venv-paddle" / "bin" / "python"))
+SCRIPT = Path(__file__).parent / "paddle_side" / "seg_parity.py"
+TOLERANCE = 1e-5  # max |ours - Paddle's| relative to max |Paddle's|
+
+# Paddle-side family -> the registry model whose card declares the mapping
+FAMILIES = {
+    "pp_liteseg_stdc1": "seg/pp_liteseg_stdc1",
+    "pp_mobileseg_tiny": "seg/pp_mobileseg_tiny",
+    "bisenetv1_resnet18_vd": "seg/bisenetv1_resnet18_vd",
+    "bisenetv2": "seg/bisenetv2",
+    "deeplabv3_resnet18_vd_os8": "seg/deeplabv3_resnet50_vd_os8",
+    "deeplabv3p_resnet50_vd_os8": "seg/deeplabv3p_resnet50_vd_os8",
+    "fcn_hrnet_w18": "seg/fcn_hrnet_w18",
+    "ocrnet_hrnet_w18": "seg/ocrnet_hrnet_w18",
+    "pspnet_resnet18_vd_os8": "seg/pspnet_resnet50_vd_os8",
+    "unet": "seg/unet",
+}
+# Families tested on a smaller backbone than the registered variant (ResNet18-vd, the smallest PaddleSeg builds):
+# the module is built here and the registered card's mapping applied to it.
+SMALLER: dict[str, Callable[[], nn.Module]] = {
+    "deeplabv3_resnet18_vd_os8": lambda: DeepLabV3(num_classes=19, aspp_ratios=(1, 12, 24, 36),
+                                                   backbone=ResNet18_vd(output_stride=8, multi_grid=(1, 2, 4))),
+    "pspnet_resnet18_vd_os8": lambda: PSPNet(num_classes=19, backbone=ResNet18_vd(output_stride=8)),
+}
+
+
+@pytest.fixture(scope="module")
+def paddle_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not PADDLE_PYTHON.exists():
+        pytest.fail(f"the Paddle environment is missing ({PADDLE_PYTHON}); build it with `make paddle-env`")
+    out = tmp_path_factory.mktemp("paddle_seg")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    run = subprocess.run([str(PADDLE_PYTHON), str(SCRIPT), str(out), *FAMILIES], capture_output=True, text=True,
+                         timeout=900, env=env)
+    if run.returncode != 0:
+        pytest.fail(f"the Paddle side failed ({run.returncode}):\n{run.stderr[-4000:]}")
+    return out
+
+
+def _converted(paddle_outputs: Path, tmp_path: Path, family: str) -> nn.Module:
+    pdparams = paddle_outputs / family / "model.pdparams"
+    if family in SMALLER:
+        model = SMALLER[family]()
+        state = apply_mapping(read_pdparams(pdparams), model, model_info(FAMILIES[family]).paddle_mapping)
+        model.load_state_dict(state, strict=False)  # apply_mapping checked every name against this module
+        return model.eval()
+    model, meta = load_model_dir(convert_paddle(pdparams, model=FAMILIES[family], out=tmp_path / "converted"))
+    assert meta["task"] == "seg" and meta["converted_from"]["format"] == "pdparams"
+    return model.eval()
+
+
+def _forward(model: nn.Module, x: np.ndarray, *, all_heads: bool = False) -> list[np.ndarray]:
+    # The top-level training flag alone asks for every head while every layer stays in eval mode, as the Paddle
+    # side does with PaddleSeg's models.
+    model.training = all_heads
+    try:
+        with torch.no_grad():
+            return [t.numpy() for t in model(torch.from_numpy(x))]
+    finally:
+        model.training = False
+
+
+def _relative_error(ours: np.ndarray, paddle: np.ndarray) -> float:
+    assert ours.shape == paddle.shape, f"shape {ours.shape} differs from Paddle's {paddle.shape}"
+    return float(np.abs(ours - paddle).max() / np.abs(paddle).max())
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_converted_pdparams_give_paddles_logits(paddle_outputs: Path, tmp_path: Path, family: str):
+    folder = paddle_outputs / family
+    model = _converted(paddle_outputs, tmp_path, family)
+    x, expected = np.load(folder / "input.npy"), np.load(folder / "output.npy")
+    ours = _forward(model, x)
+    assert len(ours) == 1, "a port's eval forward returns the main logits only"
+    error = _relative_error(ours[0], expected)
+    print(f"{family}: max abs diff {np.abs(ours[0] - expected).max():.3g}, relative {error:.3g} "
+          f"(logit scale {np.abs(expected).max():.3g})")
+    assert error <= TOLERANCE
+    heads = np.load(folder / "heads.npz")
+    paddle_heads = [heads[f"arr_{i}"] for i in range(len(heads.files))]
+    ours_heads = _forward(model, x, all_heads=True)
+    assert len(ours_heads) == len(paddle_heads)
+    errors = [_relative_error(o, p) for o, p in zip(ours_heads, paddle_heads)]
+    print(f"{family}: {len(errors)} head(s), relative errors {', '.join(f'{e:.3g}' for e in errors)}")
+    assert max(errors) <= TOLERANCE
+
+
+def _error(model: nn.Module, folder: Path) -> float:
+    return _relative_error(_forward(model, np.load(folder / "input.npy"))[0], np.load(folder / "output.npy"))
+
+
+@pytest.mark.parametrize("family", ["pp_liteseg_stdc1", "bisenetv2"])
+def test_average_pooling_must_exclude_padding(paddle_outputs: Path, tmp_path: Path, family: str):
+    # Paddle's AvgPool2D(3, 2, 1) averages over the pixels inside the image (STDC's skip, BiSeNetV2's BGA);
+    # counting the zero padding, as nn.AvgPool2d does by default, changes the logits at the borders.
+    model = _converted(paddle_outputs, tmp_path, family)
+    pools = [m for m in model.modules() if isinstance(m, nn.AvgPool2d) and m.padding]
+    assert pools and all(not p.count_include_pad for p in pools)
+    assert _error(model, paddle_outputs / family) <= TOLERANCE
+    for pool in pools:
+        pool.count_include_pad = True
+    assert _error(model, paddle_outputs / family) > 100 * TOLERANCE
+
+
+@pytest.mark.parametrize("family", ["bisenetv2", "fcn_hrnet_w18"])
+def test_same_padding_must_be_paddles_asymmetric_one(paddle_outputs: Path, tmp_path: Path, family: str):
+    # PaddleSeg's ConvBN(ReLU) pads 'same': a stride-2 3x3 convolution on an even size pads one pixel at the bottom
+    # and right only; a symmetric padding of 1 shifts every output by half a pixel.
+    model = _converted(paddle_outputs, tmp_path, family)
+    strided = [m for m in model.modules() if isinstance(m, Conv2d) and m.same_pad]
+    assert strided
+    for conv in strided:
+        conv.same_pad, conv.padding = False, tuple(d * (k - 1) // 2 for d, k in zip(conv.dilation, conv.kernel_size))
+    assert _error(model, paddle_outputs / family) > 100 * TOLERANCE
