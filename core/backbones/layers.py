@@ -69,7 +69,7 @@ class Hardsigmoid(nn.Module):
 
 _ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {
     "relu": nn.ReLU, "relu6": nn.ReLU6, "hardswish": nn.Hardswish, "hard_swish": nn.Hardswish,
-    "hswish": nn.Hardswish, "sigmoid": nn.Sigmoid, "identity": nn.Identity,
+    "hswish": nn.Hardswish, "sigmoid": nn.Sigmoid, "identity": nn.Identity, "swish": nn.SiLU, "silu": nn.SiLU,
 }
 
 

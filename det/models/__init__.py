@@ -1,0 +1,48 @@
+"""Registered detection models; importing this package runs every registration.
+
+The contract every ``det/`` model keeps (modelled on torchvision's detection models):
+
+- **Train mode** — ``model(images, targets) -> dict[str, Tensor]``: ``images`` a float tensor [B, 3, H, W]
+  (normalised as the card's ``input_spec`` says, sides multiples of ``input_spec.stride_multiple``), ``targets``
+  one dict per image with ``boxes`` [n, 4] float xyxy in input pixels and ``labels`` [n] int64, 0-based (n may be
+  0). The result holds 0-d losses, the weighted total under ``"loss"`` (the one to backpropagate) and its parts
+  (``loss_cls``, ``loss_iou``, ``loss_dfl``, ... for logging).
+- **Eval mode** — ``model(images)`` returns the raw head outputs; for the Paddle ports in Paddle's own layout, so
+  parity is a tensor comparison:
+
+  * PP-YOLOE(+): ``(scores [B, C, N] after sigmoid, distances [B, N, 4] in grid units, anchor_points [N, 2] in
+    grid units, strides [N, 1])``;
+  * PicoDet: ``(scores [B, C, N], boxes [B, N, 4] xyxy input pixels)`` (PaddleDetection decodes inside its head);
+  * RT-DETR / RT-DETRv2 / D-FINE (transformers): ``(logits [B, Q, C], pred_boxes [B, Q, 4] cxcywh in [0, 1])``;
+  * torchvision detectors: see ``decode`` below.
+
+- ``model.decode(raw) -> (boxes [B, N, 4] xyxy input pixels, scores [B, N, C])``: every candidate before NMS, scores
+  in [0, 1]. The kit's one post-processing (score threshold, top-k, class-aware NMS) turns them into detections;
+  the exported graph holds ``forward`` + ``decode`` (+ NMS when asked). ``decode`` needs nothing but ``raw``: a
+  model whose raw output does not carry the input size keeps what it needs in it (RT-DETR's boxes are relative:
+  its raw output carries the input size as a third element).
+- ``model.nms_inside`` (a bool, ``False`` unless said): ``True`` for the wrapped torchvision detectors, whose eval
+  forward already applies their own score threshold and NMS; their ``decode`` returns fixed-size outputs (the
+  ``detections_per_img`` best, zero-padded, with one-hot-scaled class scores) so the shared post-processing still
+  applies and finds nothing more to suppress.
+- ``model.set_epoch(epoch)``: the (0-based) training epoch. PP-YOLOE and PicoDet assign labels with ATSS during
+  the first ``model.static_assigner_epoch`` epochs and with the task-aligned assigner after (Paddle's
+  ``epoch_id``); the task calls it from a callback at each epoch start (:class:`oarkit.det.assigners
+  .AssignerEpochCallback`). Other models accept and ignore it.
+- ``model.reparameterize()`` where the model has re-parameterizable blocks (PP-YOLOE's RepVGG blocks): folded
+  before export with equal outputs.
+- Cards: task id ``det``, a :class:`~oarkit.core.cards.DetectorInput` (size the weights were evaluated at, stride
+  multiple, mean/std), ``label_names`` naming a set in :data:`oarkit.det.models.zoo.LABEL_SETS` (``coco``: the 80
+  COCO classes, ``cdla``: the 10 layout classes), the weights (URL, licence, source) and the published mAP.
+
+Families: :mod:`.ppyoloe` (PP-YOLOE, PP-YOLOE+ s/m/l/x), :mod:`.picodet` (PicoDet s/m/l, the layout model),
+:mod:`.transformers_models` (RT-DETR, RT-DETRv2, D-FINE), :mod:`.torchvision_models`.
+"""
+
+from oarkit.det.models import (  # noqa: F401  imported for their registrations
+    ppyoloe,  # det/ppyoloe_crn_{s,m,l,x}, det/ppyoloe_plus_crn_{s,m,l,x}
+)
+from oarkit.det.models.base import DetectionModel, check_targets, pad_targets
+from oarkit.det.models.zoo import COCO_CLASSES, LABEL_SETS, labels_of
+
+__all__ = ["COCO_CLASSES", "LABEL_SETS", "DetectionModel", "check_targets", "labels_of", "pad_targets"]
