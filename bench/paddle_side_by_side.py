@@ -1,0 +1,320 @@
+"""Side by side with Paddle: the same model, weights and input in Paddle and in oarkit, at equal thread counts.
+
+    python bench/paddle_side_by_side.py [--models pp_lcnet_x1_0 resnet50_vd pp_liteseg_stdc1 ernie_4l_256]
+        [--threads 1 2] [--repeats 3] [--budget 1.0] --out bench/results/paddle_side_by_side
+
+Rows, for every model and thread count:
+
+- eager forward, batch 1: Paddle dygraph under ``no_grad`` against oarkit's module under ``torch.no_grad``;
+- train step, batch 2: forward in training mode, cross-entropy summed over the outputs (PP-LiteSeg trains three
+  heads), backward, a momentum-SGD step (0.9, learning rate 0.01), on both sides;
+- inference, batch 1: Paddle Inference with oneDNN against oarkit's ONNX Runtime artifact and, when OpenVINO is
+  installed, its OpenVINO artifact (f32), exported from the same weights.
+
+The Paddle side runs in .venv-paddle (bench/paddle_side_by_side_worker.py), one process per thread count with
+``OMP_NUM_THREADS`` and Paddle's math threads set to it; oarkit runs in this process with ``torch.set_num_threads``
+and the runtimes' thread option set to it. Paddle builds each model with seed 0 and saves ``model.pdparams``;
+oarkit converts that file (``convert_paddle``), rebuilds it (``load_model``) and exports it, so both sides compute
+the same function (the relative difference of the eval outputs is printed). Measurements are interleaved, Paddle
+then oarkit for every kind in every repeat, so background load hits both alike; each is the mean of as many calls
+as fit in ``--budget`` seconds after one warm-up call, and the table gives the median over the repeats with the
+ratio oarkit/Paddle (goal: <= 0.7). A model whose Paddle side is not installed is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PADDLE_PYTHON = Path(os.environ.get("OARKIT_PADDLE_PYTHON", ROOT / ".venv-paddle" / "bin" / "python"))
+WORKER = Path(__file__).with_name("paddle_side_by_side_worker.py")
+GOAL = 0.7
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A benchmarked model: its oarkit registry name, input side and classes (the worker knows Paddle's)."""
+
+    name: str
+    size: int
+    classes: int
+    dense: bool = False  # per-pixel labels (segmentation)
+
+
+MODELS = {
+    "pp_lcnet_x1_0": Spec("clas/pp_lcnet_x1_0", 224, 1000),
+    "resnet50_vd": Spec("clas/resnet50_vd", 224, 1000),
+    "pp_liteseg_stdc1": Spec("seg/pp_liteseg_stdc1", 512, 19, dense=True),
+    "ernie_4l_256": Spec("nlp/ernie_3_0_nano_zh", 128, 2),  # at 4 layers, hidden 256, sequence 128
+}
+
+
+def _time(fn: Callable[[], Any], budget_s: float) -> float:
+    """Mean milliseconds of ``fn`` over as many calls as fit in ``budget_s`` after one warm-up call (as the
+    worker measures)."""
+    tic = time.perf_counter()
+    fn()
+    warm = time.perf_counter() - tic
+    iters = max(1, min(200, round(budget_s / max(warm, 1e-4))))
+    tic = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    return 1000 * (time.perf_counter() - tic) / iters
+
+
+class PaddleWorker:
+    """The Paddle side in .venv-paddle at ``threads`` threads, answering one JSON request at a time."""
+
+    def __init__(self, threads: int, log: Path) -> None:
+        if not PADDLE_PYTHON.exists():
+            raise SystemExit(f"the Paddle environment is missing ({PADDLE_PYTHON}); build it with `make paddle-env`")
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), GLOG_minloglevel="2")
+        self.log = log
+        self._stderr = open(log, "w")  # noqa: SIM115  (open as long as the worker runs; closed in close())
+        self.process = subprocess.Popen([str(PADDLE_PYTHON), str(WORKER)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=self._stderr, text=True, env=env)
+
+    def ask(self, **request: Any) -> dict[str, Any]:
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the Paddle worker stopped; its log ({self.log}) ends:\n"
+                               + self.log.read_text()[-3000:])
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.ask_quit()
+        self._stderr.close()
+
+    def ask_quit(self) -> None:
+        self.process.stdin.write(json.dumps({"op": "quit"}) + "\n")
+        self.process.stdin.flush()
+        self.process.wait(timeout=60)
+
+
+class Ours:
+    """oarkit's side of one model: the converted Paddle weights as an eager module, a training copy and the
+    exported artifacts."""
+
+    def __init__(self, spec: Spec, folder: Path, x: np.ndarray, x2: np.ndarray, y2: np.ndarray) -> None:
+        from oarkit.core import load_model
+        from oarkit.core.engine.checkpoint import read_meta
+        from oarkit.core.export import export
+        from oarkit.core.interop import convert_paddle
+        from oarkit.core.kits import task_entry
+
+        converted = convert_paddle(folder / "model.pdparams", model=spec.name, out=folder / "oarkit")
+        self.model = load_model(converted)
+        self.trained = load_model(converted).train()
+        self.optimizer = torch.optim.SGD(self.trained.parameters(), lr=0.01, momentum=0.9)
+        self.x, self.x2, self.y2 = torch.from_numpy(x), torch.from_numpy(x2), torch.from_numpy(y2)
+        self.formats = ["onnx"] + (["openvino"] if importlib.util.find_spec("openvino") else [])
+        source = task_entry(read_meta(converted)["task"]).export_source(converted)
+        report = export(source, ",".join(self.formats), output_dir=folder / "export", verify=False,
+                        example_inputs=(self.x,))
+        failed = [f"{r.format}: {r.message}" for r in report.rows if r.status == "error"]
+        if failed:
+            raise RuntimeError(f"{spec.name}: export failed: {failed}")
+        self.export_dir = folder / "export"
+        self.runtimes: dict[str, Any] = {}
+
+    def open_runtimes(self, threads: int) -> None:
+        from oarkit.core.deploy import DeployedModel
+
+        self.runtimes = {fmt: DeployedModel(self.export_dir / fmt, threads=threads) for fmt in self.formats}
+
+    def eager_output(self) -> np.ndarray:
+        with torch.no_grad():
+            out = self.model(self.x)
+        return (out[0] if isinstance(out, (list, tuple)) else out).numpy()
+
+    def eager(self) -> None:
+        self.eager_output()
+
+    def train(self) -> None:
+        out = self.trained(self.x2)
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        loss = sum(F.cross_entropy(o, self.y2) for o in outs)
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.item()
+
+    def runtime(self, fmt: str) -> Callable[[], Any]:
+        x = self.x.numpy()
+        return lambda: self.runtimes[fmt].run_numpy(x)
+
+
+def _relative(ours: np.ndarray, paddle: np.ndarray) -> float:
+    return float(np.abs(ours - paddle).max() / max(np.abs(paddle).max(), 1e-12))
+
+
+def _inputs(spec: Spec, folder: Path) -> dict[str, str]:
+    """The shared inputs (seed 0) as .npy files both sides read."""
+    rng = np.random.RandomState(0)
+    arrays = {"input": rng.uniform(-1, 1, (1, 3, spec.size, spec.size)).astype(np.float32),
+              "train_input": rng.uniform(-1, 1, (2, 3, spec.size, spec.size)).astype(np.float32),
+              "train_target": rng.randint(0, spec.classes, (2, spec.size, spec.size) if spec.dense else (2,))}
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for key, array in arrays.items():
+        paths[key] = str(folder / f"{key}.npy")
+        np.save(paths[key], array.astype(np.int64) if key == "train_target" else array)
+    return paths
+
+
+def run(models: list[str], threads: list[int], repeats: int, budget: float, workdir: Path) -> list[dict[str, Any]]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    ours: dict[str, Ours] = {}
+    skipped: dict[str, str] = {}
+    for count in threads:
+        worker = PaddleWorker(count, workdir / f"paddle_worker_{count}.log")
+        try:
+            for key in models:
+                if key in skipped:
+                    continue
+                answer = worker.ask(op="available", model=key)
+                if "skip" in answer:
+                    skipped[key] = answer["skip"]
+                    print(f"skipping {key}: {answer['skip']}", flush=True)
+                    continue
+                spec, folder = MODELS[key], workdir / key
+                paths = _inputs(spec, folder)
+                answer = worker.ask(op="setup", model=key, folder=str(folder), **paths)
+                if "error" in answer:
+                    skipped[key] = f"the Paddle side failed: {answer['error']}"
+                    print(f"skipping {key}: {skipped[key]}", flush=True)
+                    continue
+                if key not in ours:
+                    print(f"{key}: converting model.pdparams and exporting {spec.name} ...", flush=True)
+                    ours[key] = Ours(spec, folder, *(np.load(paths[k]) for k in ("input", "train_input",
+                                                                                "train_target")))
+                    eager_err = _relative(ours[key].eager_output(), np.load(folder / "paddle_output.npy"))
+                    print(f"{key}: oarkit eager vs Paddle eager, max relative difference {eager_err:.2g}", flush=True)
+                side = ours[key]
+                torch.set_num_threads(count)
+                side.open_runtimes(count)
+                reference = np.load(folder / "paddle_inference_output.npy")
+                for fmt in side.formats:
+                    err = _relative(np.asarray(side.runtimes[fmt].run_numpy(side.x.numpy())[0]), reference)
+                    print(f"{key}: {fmt} vs Paddle Inference, max relative difference {err:.2g}", flush=True)
+                rows += _measure(key, count, worker, side, repeats, budget, answer["inference"])
+        finally:
+            worker.close()
+    for key, reason in skipped.items():
+        rows.append({"model": key, "threads": "-", "kind": "skipped", "paddle": reason, "oarkit": "",
+                     "paddle_ms": None, "oarkit_ms": None, "ratio": None})
+    return rows
+
+
+def _measure(key: str, count: int, worker: PaddleWorker, side: Ours, repeats: int, budget: float,
+             inference: str) -> list[dict[str, Any]]:
+    """Interleaved repeats: in each, every kind on the Paddle side and then on oarkit's backends; one row per
+    (kind, oarkit backend) with the medians."""
+    # Paddle kind -> (row label, Paddle's label, [(oarkit label, call)])
+    kinds = {"eager": ("eager forward b1", "Paddle dygraph", [("oarkit eager", side.eager)]),
+             "train": ("train step b2", "Paddle dygraph", [("oarkit eager", side.train)]),
+             "inference": ("inference b1", inference, [(f"oarkit {fmt}", side.runtime(fmt)) for fmt in side.formats])}
+    paddle_ms: dict[str, list[float]] = {k: [] for k in kinds}
+    ours_ms: dict[tuple[str, str], list[float]] = {(k, label): [] for k, (_, _, b) in kinds.items() for label, _ in b}
+    for _ in range(repeats):
+        for paddle_kind, (_, _, backends) in kinds.items():
+            answer = worker.ask(op="time", model=key, kind=paddle_kind, budget_s=budget)
+            if "error" in answer:
+                raise RuntimeError(f"{key} {paddle_kind} on the Paddle side: {answer['error']}")
+            paddle_ms[paddle_kind].append(answer["ms"])
+            for label, fn in backends:
+                ours_ms[(paddle_kind, label)].append(_time(fn, budget))
+    rows = []
+    for paddle_kind, (kind, paddle_label, backends) in kinds.items():
+        p = statistics.median(paddle_ms[paddle_kind])
+        for label, _ in backends:
+            o = statistics.median(ours_ms[(paddle_kind, label)])
+            rows.append({"model": key, "threads": count, "kind": kind, "paddle": paddle_label, "oarkit": label,
+                         "paddle_ms": p, "oarkit_ms": o, "ratio": o / p})
+            print(f"{key:<17} {count}t {kind:<17} {paddle_label:<28} {p:9.2f} ms   {label:<16} {o:9.2f} ms   "
+                  f"ratio {o / p:5.2f}", flush=True)
+    return rows
+
+
+def _format(rows: list[dict[str, Any]]) -> list[list[str]]:
+    table = []
+    for r in rows:
+        if r["ratio"] is None:
+            table.append([r["model"], "-", "skipped", r["paddle"], "", "", "", "", ""])
+            continue
+        table.append([r["model"], str(r["threads"]), r["kind"], r["paddle"], r["oarkit"], f"{r['paddle_ms']:.2f}",
+                      f"{r['oarkit_ms']:.2f}", f"{r['ratio']:.2f}", "met" if r["ratio"] <= GOAL else "missed"])
+    return table
+
+
+HEADER = ["model", "threads", "kind", "Paddle", "oarkit", "Paddle ms", "oarkit ms", "oarkit/Paddle", f"<= {GOAL}"]
+
+
+def write(rows: list[dict[str, Any]], out: Path, note: str) -> None:
+    """``out.md`` (a note and the table) and ``out.csv``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table = _format(rows)
+    lines = [f"# oarkit vs Paddle, side by side\n\n{note}\n", "| " + " | ".join(HEADER) + " |",
+             "|" + "---|" * len(HEADER)] + ["| " + " | ".join(row) + " |" for row in table]
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    with open(out.with_suffix(".csv"), "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(HEADER)
+        writer.writerows(table)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats; the table gives their median")
+    parser.add_argument("--budget", type=float, default=1.0, help="seconds of calls in one measurement")
+    parser.add_argument("--out", type=Path, required=True, help="writes OUT.md and OUT.csv")
+    parser.add_argument("--workdir", type=Path, help="keep the weights, exports and worker logs here")
+    args = parser.parse_args()
+    import platform
+
+    from oarkit.core.export.pipeline import versions
+
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="oarkit-paddle-bench-") as tmp:
+        rows = run(args.models, args.threads, args.repeats, args.budget, args.workdir or Path(tmp))
+    load_after = os.getloadavg()
+    note = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs; load average "
+            f"{load_before[0]:.2f} before and {load_after[0]:.2f} after the run; median of {args.repeats} "
+            f"interleaved repeats, each the mean of the calls that fit in {args.budget} s; versions: "
+            f"{json.dumps(versions())}")
+    print("\n" + note)
+    for row in [HEADER, *_format(rows)]:
+        print("  ".join(f"{cell:<{width}}" for cell, width in zip(row, (17, 7, 17, 26, 16, 10, 10, 13, 7))))
+    write(rows, args.out, note)
+    print(f"wrote {args.out.with_suffix('.md')} and {args.out.with_suffix('.csv')}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
