@@ -5,11 +5,18 @@ PP-LCNetV2 has no paper; PaddleClas documents it (docs/en/models/PP-LCNetV2_en.m
 (``lcnet_*``, ``lcnetv2_*``), with its own weights for PP-LCNet widths 0.5-1.0 and Paddle-converted ones for
 PP-LCNetV2. The other PP-LCNet widths point at the PaddleClas release.
 
-PaddleClas checkpoints of PP-LCNet (``ppcls.arch.backbone.legendary_models.pp_lcnet.PPLCNet_x*``) convert onto
-these modules with :data:`PADDLE_MAPPING` (``oarkit convert paddle``). PaddleClas's head applies
+PaddleClas checkpoints of PP-LCNet (``ppcls.arch.backbone.legendary_models.pp_lcnet.PPLCNet_x*``) and PP-LCNetV2
+(``...pp_lcnet_v2.PPLCNetV2_*``) convert onto these modules with :data:`PADDLE_MAPPING` and
+:data:`PADDLE_MAPPING_V2` (``oarkit convert paddle``). Both PaddleClas heads apply
 ``Dropout(p=0.2, mode="downscale_in_infer")`` before the classifier, which multiplies by 0.8 at inference; the
-mapping folds that factor into the classifier weight (not its bias), so the converted model computes Paddle's
-eval output with an ordinary, export-friendly head.
+mappings fold that factor into the classifier weight (not its bias), so the converted model computes Paddle's
+eval output with an ordinary, export-friendly head. PP-LCNetV2's re-parameterizable blocks also hold the fused
+depthwise ``dw_conv`` (weight and bias) that Paddle only uses after ``re_parameterize()``; a training checkpoint's
+copy is never used, and the mapping leaves it out (timm builds that convolution when it folds the branches).
+The V2 squeeze-and-excitation gate is a true sigmoid (Paddle names the layer ``hardsigmoid``), as in timm.
+
+PP-LCNet cards point at the PaddleClas release (converted on load) with PaddleClas's top-1: timm's ``lcnet_*``
+weights are timm's own training. PP-LCNetV2 cards load timm's copy of PaddleClas's weights.
 """
 
 from __future__ import annotations
@@ -70,6 +77,21 @@ PADDLE_MAPPING = PaddleMapping(
     source="ppcls.arch.backbone.legendary_models.pp_lcnet.PPLCNet_x*",
 )
 
+PADDLE_MAPPING_V2 = PaddleMapping(
+    renames=[
+        (r"\.se\.conv1\.", ".se.fc1."),
+        (r"\.se\.conv2\.", ".se.fc2."),
+        (r"\.pw_conv_1\.", ".pw_conv.0."),
+        (r"\.pw_conv_2\.", ".pw_conv.1."),
+        (r"^last_conv\.", "conv_head."),
+        (r"^fc\.", "classifier."),
+    ],
+    # the fused depthwise convolution of the re-parameterizable blocks, unused until re_parameterize()
+    drop=(r"^stages\.\d+\.\d+\.dw_conv\.(weight|bias)$",),
+    transforms=[(r"^classifier\.weight$", _downscale_in_infer)],
+    source="ppcls.arch.backbone.legendary_models.pp_lcnet_v2.PPLCNetV2_*",
+)
+
 
 def _scaled_lcnet(variant: str, multiplier: float) -> Callable[..., nn.Module]:
     def factory(*, num_classes: int = 1000, **kwargs: Any) -> nn.Module:
@@ -95,4 +117,5 @@ for suffix, width, top1 in PP_LCNET:
 for size, top1 in PP_LCNETV2:
     # PaddleClas's own (non-SSLD) weights, whose top-1 is the published one.
     register_paddle_variant(f"clas/pp_lcnetv2_{size}", f"lcnetv2_{size}", paddle_name=f"PPLCNetV2_{size}",
-                            family="pp_lcnetv2", paper=PAPER_V2, module=__name__, top1=top1, tag="paddle_in1k")
+                            family="pp_lcnetv2", paper=PAPER_V2, module=__name__, top1=top1, tag="paddle_in1k",
+                            paddle_mapping=PADDLE_MAPPING_V2)

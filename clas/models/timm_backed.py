@@ -3,8 +3,14 @@ and the registration of PaddleClas-named variants.
 
 timm (https://github.com/huggingface/pytorch-image-models) keeps, for every pretrained tag, the weights' hub id,
 licence, input size, mean/std, crop and head names; the cards here are read from those settings rather than
-copied by hand. Variants timm has no weights for fall back on the PaddleClas release, whose ``.pdparams`` files
-need a converter that oarkit does not have yet (such cards carry the ``paddle-weights`` tag).
+copied by hand.
+
+A PaddleClas-named card shows the metric of the weights it loads (:func:`register_paddle_variant`):
+
+1. timm's copy of PaddleClas's own weights (a ``paddle``/``ssld`` tag): those weights, PaddleClas's top-1;
+2. else, when the family declares a Paddle mapping: the PaddleClas release itself (``format: pdparams``,
+   converted on load; such cards carry the ``paddle-weights`` tag), PaddleClas's top-1;
+3. else timm's own training (``ra2``, ``lamb`` ...): those weights with timm's figure and its source.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import timm
 from timm.models import PretrainedCfg, get_pretrained_cfg
 from torch import nn
 
+from oarkit.core.errors import ConfigError
+from oarkit.core.interop import PaddleMapping
 from oarkit.core.registry import IMAGENET_MEAN, IMAGENET_STD, ImageInput, PretrainedWeights, register_model
 
 # Where PaddleClas publishes its ImageNet-1k training checkpoints (``MODEL_URLS`` in ppcls/arch/backbone).
@@ -47,8 +55,13 @@ def timm_cfg(arch_or_tag: str) -> PretrainedCfg | None:
         return None
 
 
+def is_paddle_tag(cfg: PretrainedCfg) -> bool:
+    """Whether a timm pretrained tag holds PaddleClas's own weights (converted by timm)."""
+    return "paddle" in cfg.tag or "ssld" in cfg.tag
+
+
 def _source(cfg: PretrainedCfg) -> str:
-    if "paddle" in cfg.tag or "ssld" in cfg.tag:
+    if is_paddle_tag(cfg):
         return "PaddleClas, converted by timm"
     return f"timm hub, from {cfg.origin_url}" if cfg.origin_url else "timm hub (huggingface.co/timm)"
 
@@ -107,11 +120,13 @@ def paddle_card_fields(paddle_name: str) -> dict[str, Any]:
 def register_paddle_variant(name: str, arch: str, *, paddle_name: str, family: str, paper: str, module: str,
                             top1: float | None = None, tag: str = "",
                             builder: Callable[..., nn.Module] | None = None, head_like: str = "",
-                            paddle_mapping: Any = None) -> None:
-    """Register a PaddleClas-named variant backed by timm's ``arch``.
+                            classifier: tuple[str, ...] = (), paddle_mapping: PaddleMapping | None = None,
+                            timm_top1: tuple[float, str] | None = None) -> None:
+    """Register a PaddleClas-named variant whose card shows the metric of the weights it loads.
 
-    Weights come from timm's ``arch.tag`` (its default tag when ``tag`` is empty) when timm has them, otherwise
-    from the PaddleClas release ``paddle_name``.
+    The weights are timm's ``arch.tag`` (its default tag when ``tag`` is empty) when that tag holds PaddleClas's
+    weights; else the PaddleClas release ``paddle_name`` when ``paddle_mapping`` converts it; else timm's own
+    training, whose figure ``timm_top1`` must then be given (see the module docstring).
 
     Args:
         name: registry name, ``clas/<paddleclas_variant>``.
@@ -122,18 +137,37 @@ def register_paddle_variant(name: str, arch: str, *, paddle_name: str, family: s
         module: the registering module, reported in duplicate-name errors.
         top1: PaddleClas's published ImageNet-1k top-1 of the variant.
         tag: timm pretrained tag to use instead of the default one.
-        builder: factory for widths timm does not name (called with ``num_classes`` and keyword arguments).
+        builder: factory of the module, when it is not ``timm.create_model(arch)`` (other widths, native ports).
         head_like: a timm architecture whose cfg names the head, for variants timm does not list.
-        paddle_mapping: how PaddleClas checkpoints of the variant map onto the timm module
-            (an :class:`oarkit.core.interop.PaddleMapping`).
+        classifier: the head's module names, when they are not timm's (native ports).
+        paddle_mapping: how PaddleClas checkpoints of the variant map onto the module.
+        timm_top1: ``(top-1, source)`` of timm's own weights, for variants that load them.
+
+    Raises:
+        ConfigError: the weights the card would load have no figure, or are a PaddleClas release that nothing
+            converts.
     """
     cfg = timm_cfg(f"{arch}.{tag}" if tag else arch)
-    if cfg is not None and cfg.hf_hub_id:
+    timm_hub = cfg is not None and bool(cfg.hf_hub_id)
+    metrics_source = PADDLE_METRICS_SOURCE
+    if timm_hub and is_paddle_tag(cfg):
         fields = timm_card_fields(cfg)
         fields["test_input_size"] = SMALL_INPUT
-    else:
+    elif paddle_mapping is not None:
         fields = paddle_card_fields(paddle_name)
-        fields["classifier"] = head_names(timm_cfg(head_like or arch))
+        fields["classifier"] = classifier or head_names(timm_cfg(head_like or arch))
+    elif timm_hub:
+        if timm_top1 is None:
+            raise ConfigError(f"{name} loads timm's own weights ({cfg.hf_hub_id}): give timm_top1=(top-1, source), "
+                              "PaddleClas's figure is not theirs")
+        fields = timm_card_fields(cfg)
+        fields["test_input_size"] = SMALL_INPUT
+        top1, metrics_source = timm_top1
+    else:
+        raise ConfigError(f"{name}: neither timm nor a Paddle mapping provides weights for {paddle_name}; declare "
+                          "paddle_mapping so that the PaddleClas release converts")
+    if classifier:
+        fields["classifier"] = classifier
     factory = builder or timm_factory(arch, module)
     register_model(
         name,
@@ -142,7 +176,7 @@ def register_paddle_variant(name: str, arch: str, *, paddle_name: str, family: s
         family=family,
         paper=paper,
         metrics={"imagenet_top1": top1} if top1 is not None else {},
-        metrics_source=PADDLE_METRICS_SOURCE if top1 is not None else "",
+        metrics_source=metrics_source if top1 is not None else "",
         paddle_mapping=paddle_mapping,
         **fields,
     )

@@ -87,7 +87,7 @@ def test_card_is_complete(name: str) -> None:
 
 def test_paddleclas_cards() -> None:
     lcnet = model_info("clas/pp_lcnet_x1_0")
-    assert lcnet.weights.hub_id == "timm/lcnet_100.ra2_in1k" and lcnet.metrics == {"imagenet_top1": 71.32}
+    assert lcnet.weights.url.endswith("/PPLCNet_x1_0_pretrained.pdparams") and lcnet.metrics == {"imagenet_top1": 71.32}
     assert lcnet.metrics_source == "PaddleClas model zoo" and "2109.15099" in lcnet.paper
     tiny = model_info("clas/pp_lcnet_x0_25")
     assert tiny.weights.url.endswith("/PPLCNet_x0_25_pretrained.pdparams") and tiny.weights.license == "Apache-2.0"
@@ -95,6 +95,19 @@ def test_paddleclas_cards() -> None:
     assert model_info("clas/pp_hgnet_base").classifier == ("head.fc",)
     assert model_info("clas/resnet50_vd").metrics["imagenet_top1"] == 79.12
     assert model_info("clas/mobilenetv3_small_x1_25").weights.format == "pdparams"
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if model_info(n).metrics_source and not n.startswith("clas/tv_")])
+def test_paddleclas_named_cards_show_the_metric_of_the_weights_they_load(name: str) -> None:
+    # PaddleClas's top-1 only for PaddleClas's weights (its release, converted on load, or timm's copy of them);
+    # timm's own training shows timm's figure.
+    card = model_info(name)
+    paddles = card.weights.format == "pdparams" or card.weights.source == "PaddleClas, converted by timm"
+    assert (card.metrics_source == "PaddleClas model zoo") == paddles
+    if not paddles:
+        assert card.metrics_source.startswith("timm") and card.weights.hub_id.split(".")[0] in card.metrics_source
+    if card.weights.format == "pdparams":
+        assert card.paddle_mapping is not None, f"{name} points at a PaddleClas release that nothing converts"
 
 
 def test_torchvision_cards() -> None:

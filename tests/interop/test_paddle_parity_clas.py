@@ -24,8 +24,16 @@ from oarkit.core.registry import create_model, model_info
 ROOT = Path(__file__).resolve().parents[2]
 PADDLE_PYTHON = Path(os.environ.get("OARKIT_PADDLE_PYTHON", ROOT / ".venv-paddle" / "bin" / "python"))
 SCRIPT = Path(__file__).parent / "paddle_side" / "clas_parity.py"
-# PaddleClas name -> oarkit registry name
-FAMILIES = {"PPLCNet_x1_0": "clas/pp_lcnet_x1_0", "ResNet50_vd": "clas/resnet50_vd"}
+# PaddleClas name -> oarkit registry name: the smallest variant of each family (both MobileNetV3 sizes)
+FAMILIES = {
+    "PPLCNet_x1_0": "clas/pp_lcnet_x1_0",
+    "ResNet50_vd": "clas/resnet50_vd",
+    "PPLCNetV2_small": "clas/pp_lcnetv2_small",
+    "PPHGNet_tiny": "clas/pp_hgnet_tiny",
+    "PPHGNetV2_B0": "clas/pp_hgnetv2_b0",
+    "MobileNetV3_small_x0_35": "clas/mobilenetv3_small_x0_35",
+    "MobileNetV3_large_x0_35": "clas/mobilenetv3_large_x0_35",
+}
 WITH_INFERENCE_MODEL = "PPLCNet_x1_0"  # also exported with paddle.jit.save and run by Paddle Inference
 TOLERANCE = 1e-5  # max |ours - Paddle's| relative to max |Paddle's|
 
@@ -77,16 +85,55 @@ def test_inference_model_gives_paddle_inferences_output(paddle_outputs: Path, tm
     assert _relative_error(inference, dygraph) <= TOLERANCE
 
 
-def test_pp_lcnet_needs_the_downscale_in_infer_factor(paddle_outputs: Path):
-    # PaddleClas's head multiplies by 1 - 0.2 at inference (Dropout "downscale_in_infer"); without the folded
-    # factor the logits are off by far more than the tolerance.
-    folder = paddle_outputs / "PPLCNet_x1_0"
-    name = FAMILIES["PPLCNet_x1_0"]
-    card = model_info(name)
+def _converted(paddle_outputs: Path, paddle_name: str) -> tuple[torch.nn.Module, np.ndarray, np.ndarray]:
+    """The converted model of ``paddle_name`` with Paddle's input and output."""
+    folder = paddle_outputs / paddle_name
+    name = FAMILIES[paddle_name]
     model = create_model(name)
-    without = dataclasses.replace(card.paddle_mapping, transforms=())
+    state = apply_mapping(read_pdparams(folder / "model.pdparams"), model, model_info(name).paddle_mapping)
+    model.load_state_dict(state, strict=False)
+    return model, np.load(folder / "input.npy"), np.load(folder / "output.npy")
+
+
+@pytest.mark.parametrize("paddle_name", ["PPLCNet_x1_0", "PPLCNetV2_small", "MobileNetV3_small_x0_35"])
+def test_the_downscale_in_infer_factor_is_folded(paddle_outputs: Path, paddle_name: str):
+    # PaddleClas's heads multiply by 1 - 0.2 at inference (Dropout "downscale_in_infer"); without the folded
+    # factor the logits are off by far more than the tolerance.
+    folder = paddle_outputs / paddle_name
+    name = FAMILIES[paddle_name]
+    model = create_model(name)
+    without = dataclasses.replace(model_info(name).paddle_mapping, transforms=())
     model.load_state_dict(apply_mapping(read_pdparams(folder / "model.pdparams"), model, without), strict=False)
     assert _relative_error(_ours(model, np.load(folder / "input.npy")), np.load(folder / "output.npy")) > 1e-2
+
+
+@pytest.mark.parametrize("paddle_name", ["MobileNetV3_small_x0_35", "MobileNetV3_large_x0_35"])
+def test_mobilenet_v3_gates_with_hardsigmoid_slope_0_2(paddle_outputs: Path, paddle_name: str):
+    # PaddleClas's MobileNetV3 SE gate is Hardsigmoid(slope=0.2, offset=0.5); PyTorch's (and timm's) slope is 1/6.
+    from oarkit.core.backbones.layers import Hardsigmoid
+
+    model, x, expected = _converted(paddle_outputs, paddle_name)
+    gates = [m for m in model.modules() if isinstance(m, Hardsigmoid)]
+    assert gates and all(g.slope == 0.2 and g.offset == 0.5 for g in gates)
+    assert _relative_error(_ours(model, x), expected) <= TOLERANCE
+    for gate in gates:
+        gate.slope = 1 / 6
+    assert _relative_error(_ours(model, x), expected) > 100 * TOLERANCE
+
+
+def test_pp_hgnetv2_stem_pool_ignores_its_same_padding(paddle_outputs: Path):
+    # Paddle's MaxPool2D(2, 1, padding="SAME") pads right and bottom, and the padding never wins the max; timm's
+    # stem pools its zero-padded input, which wins wherever a border window is negative (the Paddle side shifts
+    # the first stem activation below zero so that such windows exist).
+    from oarkit.clas.models.pp_hgnet import PaddleSamePool
+
+    x = -torch.arange(1.0, 17.0).reshape(1, 1, 4, 4)  # decreasing: each 2x2 window's max is its top-left value
+    torch.testing.assert_close(PaddleSamePool()(torch.nn.functional.pad(x, (0, 1, 0, 1))), x)
+    model, x, expected = _converted(paddle_outputs, "PPHGNetV2_B0")
+    assert isinstance(model.stem.pool, PaddleSamePool)
+    assert _relative_error(_ours(model, x), expected) <= TOLERANCE
+    model.stem.pool = torch.nn.MaxPool2d(2, 1, ceil_mode=True)  # timm's own
+    assert _relative_error(_ours(model, x), expected) > 10 * TOLERANCE
 
 
 def test_cli_converts_with_another_number_of_classes(paddle_outputs: Path, tmp_path: Path):

@@ -10,7 +10,7 @@ fails to trace ``paddle.multiply`` in 3.3.1), so the script writes one as older 
 ``{static name: {"structured_name": name}}``.
 
     .venv-paddle/bin/python tests/interop/paddle_side/clas_parity.py OUT_DIR PPLCNet_x1_0 ResNet50_vd \\
-        --inference PPLCNet_x1_0
+        PPHGNetV2_B0 --inference PPLCNet_x1_0
 """
 
 from __future__ import annotations
@@ -32,11 +32,21 @@ from ppcls.utils import logger as ppcls_logger  # noqa: E402
 
 ppcls_logger.init_logger()  # ResNet's constructor logs a deprecation warning through it
 
+_LEGENDARY = "ppcls.arch.backbone.legendary_models."
 MODELS = {
-    "PPLCNet_x1_0": "ppcls.arch.backbone.legendary_models.pp_lcnet",
-    "ResNet50_vd": "ppcls.arch.backbone.legendary_models.resnet",
+    "PPLCNet_x1_0": _LEGENDARY + "pp_lcnet",
+    "ResNet50_vd": _LEGENDARY + "resnet",
+    "PPLCNetV2_small": _LEGENDARY + "pp_lcnet_v2",
+    "PPHGNet_tiny": _LEGENDARY + "pp_hgnet",
+    "PPHGNetV2_B0": _LEGENDARY + "pp_hgnet_v2",
+    "MobileNetV3_small_x0_35": _LEGENDARY + "mobilenet_v3",
+    "MobileNetV3_large_x0_35": _LEGENDARY + "mobilenet_v3",
 }
 INPUT_SHAPE = (2, 3, 208, 208)  # stage 4 of ResNet-vd sees 13x13: its shortcut average pool has partial windows
+# Values set after the random perturbation, so that a Paddle semantic shows in the output: a negative shift after
+# PP-HGNetV2's first stem ReLU leaves border windows of its "SAME" max pool with only negative values, where
+# padding that took part in the max would win.
+PINNED = {"PPHGNetV2_B0": {"stem.stem1.lab.bias": -0.3}}
 
 
 def perturb(layer: paddle.nn.Layer, rng: np.random.RandomState) -> None:
@@ -46,7 +56,9 @@ def perturb(layer: paddle.nn.Layer, rng: np.random.RandomState) -> None:
         if name.endswith("._variance"):
             new = rng.uniform(0.5, 2.0, value.shape)
         elif name.endswith("._mean") or value.size == 1 or np.all(value == value.flat[0]):
-            new = rng.normal(0.0, 0.2, value.shape) + (1.0 if name.endswith(".weight") else 0.0)
+            # scales (BatchNorm weights, PP-HGNetV2's learnable affine ``scale``) stay near 1: a chain of small
+            # scales would leave the output independent of the input
+            new = rng.normal(0.0, 0.2, value.shape) + (1.0 if name.endswith((".weight", ".scale")) else 0.0)
         else:
             continue
         tensor.set_value(new.astype(value.dtype))
@@ -66,6 +78,9 @@ def main() -> None:
         rng = np.random.RandomState(args.seed)
         model = getattr(importlib.import_module(MODELS[name]), name)()
         perturb(model, rng)
+        state = model.state_dict()
+        for key, value in PINNED.get(name, {}).items():
+            state[key].set_value(np.full(state[key].shape, value, dtype="float32"))
         model.eval()
         folder = args.out / name
         folder.mkdir(parents=True, exist_ok=True)
