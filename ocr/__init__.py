@@ -1,1 +1,48 @@
-"""oarkit.ocr: text detection and recognition (PaddleOCR); its models and pipeline are built in their own issue."""
+"""oarkit.ocr: text detection, orientation and recognition (PaddleOCR on PyTorch).
+
+Importing the kit registers its models (``ocr/...``), its task ids ``ocr/det``, ``ocr/rec`` and ``ocr/cls``
+(:class:`oarkit.core.kits.TaskEntry`: tasks, the ``OCR`` predictor, ``export_source``, synthetic datasets), the
+``oarkit ocr`` command, and the deploy-pipeline glue ``ocr/det_rec`` / ``ocr/det_cls_rec``.
+"""
+
+from functools import partial
+from typing import Any
+
+from oarkit.core.data.images import IMAGE_SUFFIXES
+from oarkit.core.kits import TaskEntry, register_command, register_task
+from oarkit.ocr import models  # noqa: F401  (registers the ocr/ models)
+from oarkit.ocr.charset import CharDictionary
+from oarkit.ocr.cli import OCR_COMMAND
+from oarkit.ocr.data import OCRClsData, OCRDetData, OCRRecData
+from oarkit.ocr.export import export_pipeline, export_source
+from oarkit.ocr.losses import CTCLoss, DBLoss
+from oarkit.ocr.metrics import ClsMetric, DetMetric, RecMetric, character_error_rate, edit_distance
+from oarkit.ocr.pipeline import OCR, OCRLine, OCRResult
+from oarkit.ocr.postprocess import DBPostProcess, ctc_greedy_decode
+from oarkit.ocr.render import render_line, render_page, write_det_set, write_rec_set
+from oarkit.ocr.tasks import TextDetectionTask, TextOrientationTask, TextRecognitionTask
+
+Predictor = OCR.from_source
+DATASETS = {
+    "ocr_det_synth": partial(write_det_set, train=200, val=20, size=(640, 640), language="mixed", lines=8),
+    "ocr_rec_synth": partial(write_rec_set, train=2000, val=200, language="mixed"),
+}
+
+
+def _predictor(source: Any, **kwargs: Any) -> OCR:
+    return OCR.from_source(source, **kwargs)
+
+
+for _task_id, _task, _metric in (("ocr/det", TextDetectionTask, "*hmean*"), ("ocr/rec", TextRecognitionTask, "*acc*"),
+                                 ("ocr/cls", TextOrientationTask, "*acc*")):
+    register_task(TaskEntry(task_id=_task_id, task_class=_task, predictor=_predictor, export_source=export_source,
+                            datasets=DATASETS if _task_id == "ocr/det" else {}, card_metric=_metric,
+                            input_suffixes=IMAGE_SUFFIXES))
+register_command(OCR_COMMAND)
+
+__all__ = [
+    "DATASETS", "OCR", "CTCLoss", "CharDictionary", "ClsMetric", "DBLoss", "DBPostProcess", "DetMetric", "OCRClsData",
+    "OCRDetData", "OCRLine", "OCRRecData", "OCRResult", "Predictor", "RecMetric", "TextDetectionTask",
+    "TextOrientationTask", "TextRecognitionTask", "character_error_rate", "ctc_greedy_decode", "edit_distance",
+    "export_pipeline", "export_source", "render_line", "render_page", "write_det_set", "write_rec_set",
+]

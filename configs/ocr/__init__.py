@@ -1,0 +1,1 @@
+"""OCR recipes: PaddleOCR det, rec and cls configs on oarkit."""

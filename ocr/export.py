@@ -1,0 +1,136 @@
+"""What export needs from the OCR kit: each model with its set-up task (det, rec, cls), and the pipeline folder
+(``pipeline.yaml`` naming the exported stages and the det → cls → rec glue) that ``OCR(folder)`` runs."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import Dataset
+
+from oarkit.core.deploy.pipeline import StageSpec, write_pipeline
+from oarkit.core.errors import OarkitError
+from oarkit.core.export import export
+from oarkit.core.export.report import ExportReport
+from oarkit.core.export.source import ExportSource, TrainedModel, resolve_export_source
+from oarkit.core.registry import create_model, model_info
+
+from .charset import CharDictionary
+from .data.datasets import DetPreprocess, RecPreprocess
+from .data.module import OCRClsData, OCRDetData, OCRRecData
+from .tasks import TextDetectionTask, TextOrientationTask, TextRecognitionTask
+
+logger = logging.getLogger(__name__)
+
+TASKS = {"ocr/det": TextDetectionTask, "ocr/rec": TextRecognitionTask, "ocr/cls": TextOrientationTask}
+DATA = {"ocr/det": OCRDetData, "ocr/rec": OCRRecData, "ocr/cls": OCRClsData}
+
+
+def _dataset(root: str, split: str, *, task: Any, data_config: dict[str, Any]) -> Dataset | None:
+    if not root:
+        return None
+    keys = ("format", "train_list", "val_list")
+    data = DATA[task.task_id](root=root, **{k: data_config[k] for k in keys
+                                            if k in data_config and not str(data_config[k]).startswith("${")})
+    task.configure_data(data)
+    return data.dataset(split)
+
+
+def _from_model_dir(trained: TrainedModel) -> ExportSource:
+    task = trained.restored_task(TASKS.get(trained.task_id, TextDetectionTask))
+    data_config = trained.data_config()
+    return ExportSource(task=task, model=trained.model, origin=str(trained.folder), output_dir=trained.output_dir,
+                        meta=trained.meta, data_root=data_config.get("root"),
+                        dataset=functools.partial(_dataset, task=task, data_config=data_config))
+
+
+def registry_meta(name: str, model: torch.nn.Module) -> dict[str, Any]:
+    """The meta.json a registry model would have: its task id, preprocessing and (rec) dictionary."""
+    card = model_info(name)
+    spec = card.input_spec
+    meta: dict[str, Any] = {"task": card.task, "model": {"name": name, "kwargs": getattr(model, "oarkit_kwargs", {})}}
+    if card.task == "ocr/det":
+        pre = DetPreprocess(mean=tuple(spec.mean), std=tuple(spec.std), limit_side_len=int(spec.size[0]))
+        meta["preprocessing"] = pre.to_dict()
+    elif card.task == "ocr/rec":
+        dictionary = CharDictionary.load(getattr(model, "character_dict", "ppocr_keys_v1"),
+                                         use_space_char=bool(getattr(model, "use_space_char", True)))
+        meta["preprocessing"] = RecPreprocess(height=int(getattr(model, "image_height", 48))).to_dict()
+        meta["dictionary"] = dictionary.to_dict()
+    elif card.task == "ocr/cls":
+        size = getattr(spec, "size", (48, 192))
+        meta["preprocessing"] = {"height": int(size[0]), "width": int(size[1]),
+                                 "mean": list(getattr(spec, "mean", (0.5,) * 3)),
+                                 "std": list(getattr(spec, "std", (0.5,) * 3)), "bgr": True}
+    else:
+        raise OarkitError(f"{name} is a {card.task} model, not an OCR one")
+    return meta
+
+
+def _from_registry(name: str, pretrained: bool | str) -> ExportSource:
+    model = create_model(name, pretrained=pretrained).eval()
+    meta = registry_meta(name, model)
+    task = TASKS[meta["task"]](name)
+    task.restore(meta)
+    return ExportSource(task=task, model=model, origin=name, output_dir=Path("exports") / name.replace("/", "_"),
+                        meta={**meta, "weights": "pretrained" if pretrained else "random"},
+                        dataset=functools.partial(_dataset, task=task, data_config={}))
+
+
+def export_source(source: str | Path, *, pretrained: bool | str = True) -> ExportSource:
+    """A run directory, model directory or registry name of an OCR model, ready for
+    :func:`oarkit.core.export.export`."""
+    return resolve_export_source(source, from_model_dir=_from_model_dir,
+                                 from_registry=functools.partial(_from_registry, pretrained=pretrained))
+
+
+def export_pipeline(output_dir: str | Path, *, det: str | Path = "ocr/ppocrv4_det_mobile",
+                    rec: str | Path = "ocr/ppocrv4_rec_mobile", cls: str | Path | None = None,
+                    format: str = "onnx", pretrained: bool | str = True, verify: bool = True,
+                    det_example: tuple[int, int] = (640, 640), rec_example_width: int = 320,
+                    parameters: dict[str, Any] | None = None) -> tuple[Path, dict[str, ExportReport]]:
+    """Export det, (cls) and rec to ``format`` under ``output_dir`` and write its ``pipeline.yaml``.
+
+    Args:
+        output_dir: the pipeline folder (``det/<format>``, ``rec/<format>``, ... inside).
+        det, rec, cls: run directories or registry names.
+        format: an export format (``onnx``, ``openvino``, ...).
+        pretrained: for registry names, load the registered weights.
+        verify: verify each artifact against eager PyTorch (random inputs inside the declared ranges).
+        det_example: the detector's traced ``(height, width)`` (multiples of 32).
+        rec_example_width: the recognizer's traced width.
+        parameters: the glue's keyword arguments (``drop_score``, ``rec_batch_size``, ...).
+
+    Returns:
+        ``(folder, {stage: ExportReport})``.
+
+    Raises:
+        OarkitError: a stage failed to export or verify (its report names why).
+    """
+    output_dir = Path(output_dir)
+    stages: dict[str, StageSpec] = {}
+    reports: dict[str, ExportReport] = {}
+    for kind, source in (("det", det), ("cls", cls), ("rec", rec)):
+        if source is None:
+            continue
+        src = export_source(source, pretrained=pretrained)
+        if src.task.task_id != f"ocr/{kind}":
+            raise OarkitError(f"the {kind} stage {source} is a {src.task.task_id} model")
+        example = None
+        if kind == "det":
+            example = (torch.randn(1, 3, *det_example),)
+        elif kind == "rec":
+            example = (torch.randn(1, 3, int(src.task.preprocessing.get("height", 48)), int(rec_example_width)),)
+        report = export(src, format, output_dir=output_dir / kind, verify=verify, example_inputs=example)
+        reports[kind] = report
+        row = report.rows[0]
+        if row.status not in ("pass", "unverified"):
+            raise OarkitError(f"the {kind} stage failed to export to {format}: {row.status}: {row.message}")
+        stages[kind] = StageSpec(model=f"{kind}/{row.format}")
+    glue = "ocr/det_cls_rec" if "cls" in stages else "ocr/det_rec"
+    write_pipeline(output_dir, glue=glue, stages=stages, parameters=dict(parameters or {}), task="ocr")
+    logger.info("pipeline written to %s (%s)", output_dir, ", ".join(f"{k}: {v.model}" for k, v in stages.items()))
+    return output_dir, reports
