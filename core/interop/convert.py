@@ -94,7 +94,13 @@ def convert_paddle(src: str | Path, *, model: str, out: str | Path, num_classes:
         raise ConfigError(f"{model} declares no Paddle mapping, so Paddle checkpoints cannot be converted onto it. "
                           f"Models with one: {', '.join(ported) or 'none'}")
     state, nlp_config, fmt = read_paddle_checkpoint(src)
-    module = create_model(model, num_classes=num_classes, **model_kwargs)
+    checkpoint_classes = None
+    if mapping.model_kwargs is not None and nlp_config:  # the checkpoint's own depth, widths and head
+        from_config = mapping.model_kwargs(nlp_config)
+        checkpoint_classes = from_config.pop("num_classes", None)
+        model_kwargs = {**from_config, **model_kwargs}
+    module = create_model(model, num_classes=checkpoint_classes if num_classes is None else num_classes,
+                          **model_kwargs)
     classes = module.oarkit_kwargs["num_classes"]
     # Asking for a number of classes allows a head of another size than the checkpoint's: it starts afresh.
     converted = apply_mapping(state, module, mapping, head=card.classifier, reset_head=num_classes is not None,
@@ -106,7 +112,10 @@ def convert_paddle(src: str | Path, *, model: str, out: str | Path, num_classes:
         logger.info("kept the backbone of %s; the head (%s) is re-initialised for %d classes", src,
                     ", ".join(fresh), classes)
 
-    meta = _kit_meta(card)
+    if mapping.source_meta is not None:  # what the source directory says of itself (task, labels, tokenizer)
+        meta = {"task": card.task, **mapping.source_meta(Path(src), nlp_config)}
+    else:
+        meta = _kit_meta(card)
     meta.update({
         "model": {"name": model, "kwargs": module.oarkit_kwargs},
         "weights": "converted",

@@ -10,6 +10,8 @@ A family declares, beside its model, how Paddle's names and layouts become its o
 
 and :func:`apply_mapping` turns a Paddle state dict into the target module's, in this order:
 
+0. ``bind(model)``: a family whose layout depends on how the module was built (a head's prefix, a pooler that a
+   token classifier lacks) gives the mapping of that module;
 1. ``hook(state)``: the family's own rewrite on Paddle's names (re-parameterized branches, fused tensors);
 2. ``drop``: Paddle tensors the port leaves out (training-only branches);
 3. BatchNorm statistics ``*._mean`` / ``*._variance`` become ``*.running_mean`` / ``*.running_var``;
@@ -30,6 +32,8 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -65,6 +69,11 @@ class PaddleMapping:
         hook: the family's own rewrite of the Paddle state dict, run first.
         transpose_linear: transpose the weights of the target's ``nn.Linear`` layers.
         source: where Paddle's layer names come from (``ppcls...PPLCNet_x1_0``), for error messages and docs.
+        bind: ``module -> PaddleMapping``: the mapping of the module actually built (step 0 above).
+        model_kwargs: ``PaddleNLP config -> registry keyword arguments`` (depth, widths, epsilons, head,
+            ``num_classes``), so that a converted model is built with the checkpoint's own architecture.
+        source_meta: ``(source path, PaddleNLP config) -> meta.json entries`` read beside the weights (task id,
+            labels, tokenizer); when set, it replaces the kit's registry view of the model.
     """
 
     renames: Sequence[Rename] = ()
@@ -74,6 +83,9 @@ class PaddleMapping:
     hook: StateHook | None = None
     transpose_linear: bool = True
     source: str = ""
+    bind: Callable[[nn.Module], PaddleMapping] | None = None
+    model_kwargs: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    source_meta: Callable[[Path, dict[str, Any]], dict[str, Any]] | None = None
 
     def rename(self, name: str) -> str | None:
         """The target name of a Paddle name (``None``: dropped)."""
@@ -124,6 +136,8 @@ def apply_mapping(state: Mapping[str, np.ndarray], model: nn.Module, mapping: Pa
     """
     target = model.state_dict()
     in_head = (lambda k: any(k == h or k.startswith(h + ".") for h in head)) if head else (lambda k: False)
+    if mapping.bind is not None:
+        mapping = mapping.bind(model)
     state = dict(state)
     if mapping.hook is not None:
         state = mapping.hook(state)

@@ -141,7 +141,8 @@ def position_limit(arch: Architecture, config: Mapping[str, Any]) -> int:
 
 def register_transformer(name: str, *, arch: Architecture, config: dict[str, Any], family: str, paper: str,
                          weights: PretrainedWeights, metrics: dict[str, float] | None = None,
-                         metrics_source: str = "", tags: tuple[str, ...] = ()) -> Callable[..., nn.Module]:
+                         metrics_source: str = "", tags: tuple[str, ...] = (),
+                         paddle_mapping: Any = None) -> Callable[..., nn.Module]:
     """Register ``nlp/<name>``: a config-built transformers encoder with its pretrained entry.
 
     Args:
@@ -154,6 +155,7 @@ def register_transformer(name: str, *, arch: Architecture, config: dict[str, Any
         metrics: reference scores of the weights (``{"clue_avg": 72.49}``); empty when none is published.
         metrics_source: where the reference scores come from.
         tags: ``large`` keeps a model out of the fast full-size test sample.
+        paddle_mapping: how PaddleNLP checkpoints of the family map onto it (an ``oarkit.core.interop.PaddleMapping``).
     """
     factory = TransformerFactory(arch, dict(config))
     # The default head is a sequence classifier: the card's task is text classification; the same weights serve
@@ -163,5 +165,5 @@ def register_transformer(name: str, *, arch: Architecture, config: dict[str, Any
                    weights=weights, num_classes=2,
                    metrics=dict(metrics or {}), metrics_source=metrics_source, paper=paper,
                    classifier=arch.head_modules, tags=("text", *tags), label_names="",
-                   state_dict_filter=transformer_state_filter)
+                   state_dict_filter=transformer_state_filter, paddle_mapping=paddle_mapping)
     return factory

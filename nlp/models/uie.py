@@ -5,12 +5,13 @@ PaddleNLP's extractive variant (``paddlenlp/taskflow/information_extraction.py``
 ``[CLS] prompt [SEP] text [SEP]``, and two position-wise linear pointers score every token as the start and the end
 of an answer to the prompt. Entities, relations and events are all prompts (``时间``, ``谷爱凌的奖牌``);
 decoding and the schema walk live in :mod:`oarkit.nlp.extraction`. Encoders are ERNIE 3.0's sizes (``uie_base``
-... ``uie_nano``) and ERNIE 2.0 English (``uie_base_en``); the released weights are PaddlePaddle files, refused
-until a converter exists.
+... ``uie_nano``) and ERNIE 2.0 English (``uie_base_en``); the released weights are PaddlePaddle files, and a
+PaddleNLP UIE directory converts with ``oarkit convert paddle`` (:mod:`.ernie_paddle`).
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ from oarkit.core.errors import ConfigError, did_you_mean
 from oarkit.core.registry import PretrainedWeights, TextInput, register_model
 from oarkit.nlp.models.builder import transformer_state_filter
 from oarkit.nlp.models.ernie import ernie3_config
+from oarkit.nlp.models.ernie_paddle import PADDLENLP_LAYER_NORM_EPS, uie_mapping
 
 PAPER = "Unified Structure Generation for Universal Information Extraction, https://arxiv.org/abs/2203.12277"
 _URL = "https://bj.bcebos.com/paddlenlp/taskflow/information_extraction/{}/model_state.pdparams"
@@ -65,7 +67,7 @@ class UIEFactory:
     def __call__(self, *, num_classes: int = 1, **overrides: Any) -> UIE:
         from transformers import ErnieConfig, ErnieModel
 
-        known = set(self.config) | {"classifier_dropout", "initializer_range"}
+        known = set(self.config) | set(inspect.signature(ErnieConfig.__init__).parameters) - {"self", "kwargs"}
         unknown = sorted(set(overrides) - known)
         if unknown:
             raise ConfigError(f"UIE has no encoder option {unknown[0]!r}.{did_you_mean(unknown[0], known)}")
@@ -74,7 +76,7 @@ class UIEFactory:
 
 _ERNIE2_EN = {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
               "intermediate_size": 3072, "hidden_act": "gelu", "max_position_embeddings": 512, "type_vocab_size": 4,
-              "use_task_id": False, "pad_token_id": 0}
+              "use_task_id": False, "pad_token_id": 0, "layer_norm_eps": PADDLENLP_LAYER_NORM_EPS}
 
 # (variant, encoder config, weights folder)
 _UIE = (
@@ -93,4 +95,4 @@ for _name, _config, _folder in _UIE:
         num_classes=1, classifier=("linear_start", "linear_end"), tags=("text", "paddle-weights"),
         weights=PretrainedWeights(url=_URL.format(_folder), format="pdparams", license="apache-2.0",
                                   source="Baidu PaddleNLP Taskflow"),
-        state_dict_filter=transformer_state_filter)
+        state_dict_filter=transformer_state_filter, paddle_mapping=uie_mapping("en" if _name.endswith("_en") else "zh"))
