@@ -45,6 +45,10 @@ FAMILIES: dict[str, Callable[[], paddle.nn.Layer]] = {
     "unet": lambda: M.UNet(19),
 }
 
+#: families whose models return auxiliary logits in training
+WITH_AUXILIARY_HEADS = {"pp_liteseg_stdc1", "bisenetv1_resnet18_vd", "bisenetv2", "ocrnet_hrnet_w18",
+                        "pspnet_resnet18_vd_os8"}
+
 
 def perturb(layer: paddle.nn.Layer, rng: np.random.RandomState) -> None:
     """Give BatchNorm statistics and every constant tensor (zero biases, unit scales) random values, and every
@@ -84,11 +88,13 @@ def main() -> None:
         start = time.perf_counter()
         with paddle.no_grad():
             y = model(paddle.to_tensor(x))[0].numpy()  # the main logits
-            # The top-level training flag alone makes PaddleSeg models return every head (auxiliary ones too)
-            # while their layers stay in eval mode: this proves the auxiliary heads' weights as well.
-            model.training = True
-            heads = [t.numpy() for t in model(paddle.to_tensor(x))]
-            model.training = False
+            heads = [y]
+            if name in WITH_AUXILIARY_HEADS:
+                # The top-level training flag alone makes PaddleSeg models return every head while their layers
+                # stay in eval mode: this proves the auxiliary heads' weights as well.
+                model.training = True
+                heads = [t.numpy() for t in model(paddle.to_tensor(x))]
+                model.training = False
         paddle.save(model.state_dict(), str(folder / "model.pdparams"))
         np.save(folder / "input.npy", x)
         np.save(folder / "output.npy", y)
