@@ -159,3 +159,26 @@ def test_pp_mobileseg_cards_show_paddlesegs_80k_results():
     assert tiny.metrics == {"ade20k_miou": 36.39} and base.metrics == {"ade20k_miou": 41.57}
     assert tiny.weights.source.endswith("(pp_mobileseg_tiny_ade20k_512x512_80k)")
     assert base.weights.source.endswith("(pp_mobileseg_base_ade20k_512x512_80k)")
+
+
+def test_cli_converts_with_another_number_of_classes_for_the_segmenter(paddle_outputs: Path, tmp_path: Path):
+    from oarkit.core.cli import main
+    from oarkit.core.engine.checkpoint import read_meta
+    from oarkit.seg import Segmenter
+
+    pdparams = paddle_outputs / "pp_liteseg_stdc1" / "model.pdparams"
+    out = tmp_path / "four_classes"
+    assert main(["convert", "paddle", str(pdparams), "--model", "seg/pp_liteseg_stdc1", "--out", str(out),
+                 "--num-classes", "4"]) == 0
+    model, meta = load_model_dir(out)
+    assert [head.conv_out.out_channels for head in model.seg_heads] == [4, 4, 4]
+    assert meta["converted_from"]["head_reinitialised"] and len(read_meta(out)["labels"]) == 4
+    result = Segmenter(out)(np.zeros((40, 50, 3), np.uint8))  # the kit's predictor takes the directory as it is
+    assert result.label_map.shape == (40, 50) and result.label_map.max() < 4
+    # Everything but the classifiers is Paddle's: the features before them agree with a full conversion.
+    full = _converted(paddle_outputs, tmp_path, "pp_liteseg_stdc1")
+    x = torch.from_numpy(np.load(paddle_outputs / "pp_liteseg_stdc1" / "input.npy"))
+    with torch.no_grad():
+        ours = model.seg_heads[0].conv(model.ppseg_head(model.backbone(x)[2:])[0])
+        theirs = full.seg_heads[0].conv(full.ppseg_head(full.backbone(x)[2:])[0])
+    torch.testing.assert_close(ours, theirs)
