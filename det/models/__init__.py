@@ -40,6 +40,7 @@ Families: :mod:`.ppyoloe` (PP-YOLOE, PP-YOLOE+ s/m/l/x), :mod:`.picodet` (PicoDe
 """
 
 from oarkit.det.models import (  # noqa: F401  imported for their registrations
+    picodet,  # det/picodet_{s,m,l}_{320,416}, det/picodet_l_640
     ppyoloe,  # det/ppyoloe_crn_{s,m,l,x}, det/ppyoloe_plus_crn_{s,m,l,x}
 )
 from oarkit.det.models.base import DetectionModel, check_targets, pad_targets

@@ -1,0 +1,124 @@
+"""Paddle side of the det parity tests; runs inside .venv-paddle (paddlepaddle 3.3.1 + paddledet 2.6.0 --no-deps).
+
+For each model named on the command line: build it from paddledet's layers as PaddleDetection's configs do, with
+random weights, perturb every BatchNorm statistic and every constant-valued tensor (so that the output depends on
+every layer), save ``<name>/model.pdparams``, run Paddle's eval forward on a fixed input and save the input and the
+head's outputs (``input.npy``, ``output_<i>.npy``). The module paths are those of PaddleDetection's architectures
+(``YOLOv3``: ``backbone``, ``neck``, ``yolo_head``; ``PicoDet``: ``backbone``, ``neck``, ``head``), so the saved
+state dict is what a PaddleDetection checkpoint of the model holds.
+
+RT-DETR is not here: paddledet 2.6.0, the newest paddledet on the package registry, predates it (its wheel has
+no ``ppdet/modeling/transformers/rtdetr_transformer.py`` nor ``hybrid_encoder.py``).
+
+    .venv-paddle/bin/python tests/interop/paddle_side/det_parity.py OUT_DIR ppyoloe_plus_crn_s picodet_s_320
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import paddle
+
+INPUT_SHAPE = (2, 3, 160, 160)
+
+
+def perturb(layer: paddle.nn.Layer, rng: np.random.RandomState) -> None:
+    """Give BatchNorm statistics and every constant tensor random values (as the clas parity does), but small ones
+    for constant convolution kernels: the heads start from all-zero kernels, which N(0, 0.2) would turn into
+    saturated sigmoids that hide every difference."""
+    for name, tensor in layer.state_dict().items():
+        value = tensor.numpy()
+        if name.endswith("._variance"):
+            new = rng.uniform(0.5, 2.0, value.shape)
+        elif value.ndim > 1 and np.all(value == value.flat[0]):
+            new = rng.normal(0.0, 0.01, value.shape)
+        elif name.endswith("._mean") or value.size == 1 or np.all(value == value.flat[0]):
+            new = rng.normal(0.0, 0.2, value.shape) + (1.0 if name.endswith(".weight") else 0.0)
+        else:
+            continue
+        tensor.set_value(new.astype(value.dtype))
+
+
+class Architecture(paddle.nn.Layer):
+    """backbone -> neck -> head, named as PaddleDetection's architecture names them; eval forward only."""
+
+    def __init__(self, backbone: paddle.nn.Layer, neck: paddle.nn.Layer, head: paddle.nn.Layer, head_name: str):
+        super().__init__()
+        self.backbone, self.neck = backbone, neck
+        self.add_sublayer(head_name, head)
+        self.head_name = head_name
+
+    def forward(self, x):
+        return getattr(self, self.head_name)(self.neck(self.backbone({"image": x})))
+
+
+def ppyoloe_plus_crn_s() -> Architecture:
+    """configs/ppyoloe/_base_/ppyoloe_plus_crn.yml at width 0.50, depth 0.33 (ppyoloe_plus_crn_s_80e_coco)."""
+    from ppdet.modeling.backbones.cspresnet import CSPResNet
+    from ppdet.modeling.heads.ppyoloe_head import PPYOLOEHead
+    from ppdet.modeling.necks.custom_pan import CustomCSPPAN
+
+    width, depth = 0.50, 0.33
+    backbone = CSPResNet(layers=[3, 6, 6, 3], channels=[64, 128, 256, 512, 1024], return_idx=[1, 2, 3],
+                         use_large_stem=True, use_alpha=True, width_mult=width, depth_mult=depth)
+    neck = CustomCSPPAN(in_channels=[s.channels for s in backbone.out_shape], out_channels=[768, 384, 192],
+                        stage_num=1, block_num=3, act="swish", spp=True, use_alpha=True, width_mult=width,
+                        depth_mult=depth)
+    head = PPYOLOEHead(in_channels=[s.channels for s in neck.out_shape], num_classes=80, fpn_strides=[32, 16, 8],
+                       grid_cell_scale=5.0, grid_cell_offset=0.5, static_assigner_epoch=30)
+    return Architecture(backbone, neck, head, "yolo_head")
+
+
+def picodet_s_320() -> Architecture:
+    """configs/picodet/picodet_s_320_coco_lcnet.yml over _base_/picodet_v2.yml (LCNet x0.75, LCPAN 96, PicoHeadV2)."""
+    from ppdet.modeling.backbones.lcnet import LCNet
+    from ppdet.modeling.heads.pico_head import PicoFeat, PicoHeadV2
+    from ppdet.modeling.losses import DistributionFocalLoss, GIoULoss
+    from ppdet.modeling.losses.varifocal_loss import VarifocalLoss
+    from ppdet.modeling.necks.lc_pan import LCPAN
+
+    backbone = LCNet(scale=0.75, feature_maps=[3, 4, 5])
+    neck = LCPAN(in_channels=[s.channels for s in backbone.out_shape], out_channels=96, use_depthwise=True,
+                 num_features=4)
+    feat = PicoFeat(feat_in=96, feat_out=96, num_convs=2, num_fpn_stride=4, norm_type="bn", share_cls_reg=True,
+                    use_se=True)
+    head = PicoHeadV2(conv_feat=feat, num_classes=80, fpn_stride=[8, 16, 32, 64], prior_prob=0.01, reg_max=7,
+                      feat_in_chan=96, cell_offset=0.5, grid_cell_scale=5.0, static_assigner_epoch=100,
+                      use_align_head=True,
+                      loss_class=VarifocalLoss(use_sigmoid=False, iou_weighted=True, loss_weight=1.0),
+                      loss_dfl=DistributionFocalLoss(loss_weight=0.5), loss_bbox=GIoULoss(loss_weight=2.5))
+    return Architecture(backbone, neck, head, "head")
+
+
+MODELS = {"ppyoloe_plus_crn_s": ppyoloe_plus_crn_s, "picodet_s_320": picodet_s_320}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("models", nargs="+", choices=sorted(MODELS))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    paddle.set_device("cpu")
+    for name in args.models:
+        paddle.seed(args.seed)
+        rng = np.random.RandomState(args.seed)
+        model = MODELS[name]()
+        perturb(model, rng)
+        model.eval()
+        folder = args.out / name
+        folder.mkdir(parents=True, exist_ok=True)
+        x = rng.uniform(0.0, 1.0, INPUT_SHAPE).astype("float32")
+        with paddle.no_grad():
+            outputs = model(paddle.to_tensor(x))
+        paddle.save(model.state_dict(), str(folder / "model.pdparams"))
+        np.save(folder / "input.npy", x)
+        for i, y in enumerate(outputs):
+            np.save(folder / f"output_{i}.npy", y.numpy())
+        print(f"{name}: outputs {[list(y.shape) for y in outputs]}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
