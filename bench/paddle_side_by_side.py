@@ -51,21 +51,27 @@ WORKER = Path(__file__).with_name("paddle_side_by_side_worker.py")
 GOAL = 0.7
 
 
+ERNIE_VOCAB = 40000  # as in paddle_side_by_side_worker.py
+
+
 @dataclass(frozen=True)
 class Spec:
-    """A benchmarked model: its oarkit registry name, input side and classes (the worker knows Paddle's)."""
+    """A benchmarked model: the oarkit registry name its Paddle checkpoint converts onto, the input side (image
+    height and width, or sequence length) and classes; the worker knows the Paddle model."""
 
     name: str
     size: int
     classes: int
     dense: bool = False  # per-pixel labels (segmentation)
+    text: bool = False  # token ids in, a PaddleNLP model directory as the checkpoint
 
 
 MODELS = {
     "pp_lcnet_x1_0": Spec("clas/pp_lcnet_x1_0", 224, 1000),
     "resnet50_vd": Spec("clas/resnet50_vd", 224, 1000),
     "pp_liteseg_stdc1": Spec("seg/pp_liteseg_stdc1", 512, 19, dense=True),
-    "ernie_4l_256": Spec("nlp/ernie_3_0_nano_zh", 128, 2),  # at 4 layers, hidden 256, sequence 128
+    # ERNIE 3.0 at 4 layers of hidden 256 (the converted directory keeps its size), sequence 128
+    "ernie_4l_256": Spec("nlp/ernie_3_0_nano_zh", 128, 2, text=True),
 }
 
 
@@ -126,15 +132,20 @@ class Ours:
         from oarkit.core.interop import convert_paddle
         from oarkit.core.kits import task_entry
 
-        converted = convert_paddle(folder / "model.pdparams", model=spec.name, out=folder / "oarkit")
+        checkpoint = folder / ("model" if spec.text else "model.pdparams")
+        converted = convert_paddle(checkpoint, model=spec.name, out=folder / "oarkit")
         self.model = load_model(converted)
         self.trained = load_model(converted).train()
         self.optimizer = torch.optim.SGD(self.trained.parameters(), lr=0.01, momentum=0.9)
-        self.x, self.x2, self.y2 = torch.from_numpy(x), torch.from_numpy(x2), torch.from_numpy(y2)
+        self.text = spec.text
+        # text models take ids and an attention mask (all ones: no padding, as the Paddle side sees it)
+        self.inputs = (torch.from_numpy(x), *((torch.ones_like(torch.from_numpy(x)),) if spec.text else ()))
+        self.train_inputs = (torch.from_numpy(x2), *((torch.ones_like(torch.from_numpy(x2)),) if spec.text else ()))
+        self.y2 = torch.from_numpy(y2)
         self.formats = ["onnx"] + (["openvino"] if importlib.util.find_spec("openvino") else [])
         source = task_entry(read_meta(converted)["task"]).export_source(converted)
         report = export(source, ",".join(self.formats), output_dir=folder / "export", verify=False,
-                        example_inputs=(self.x,))
+                        example_inputs=self.inputs)
         failed = [f"{r.format}: {r.message}" for r in report.rows if r.status == "error"]
         if failed:
             raise RuntimeError(f"{spec.name}: export failed: {failed}")
@@ -146,17 +157,21 @@ class Ours:
 
         self.runtimes = {fmt: DeployedModel(self.export_dir / fmt, threads=threads) for fmt in self.formats}
 
+    def _forward(self, model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> list[torch.Tensor]:
+        if self.text:
+            return [model(input_ids=inputs[0], attention_mask=inputs[1]).logits]
+        out = model(*inputs)
+        return list(out) if isinstance(out, (list, tuple)) else [out]
+
     def eager_output(self) -> np.ndarray:
         with torch.no_grad():
-            out = self.model(self.x)
-        return (out[0] if isinstance(out, (list, tuple)) else out).numpy()
+            return self._forward(self.model, self.inputs)[0].numpy()
 
     def eager(self) -> None:
         self.eager_output()
 
     def train(self) -> None:
-        out = self.trained(self.x2)
-        outs = out if isinstance(out, (list, tuple)) else [out]
+        outs = self._forward(self.trained, self.train_inputs)
         loss = sum(F.cross_entropy(o, self.y2) for o in outs)
         loss.backward()
         self.optimizer.step()
@@ -164,8 +179,8 @@ class Ours:
         loss.item()
 
     def runtime(self, fmt: str) -> Callable[[], Any]:
-        x = self.x.numpy()
-        return lambda: self.runtimes[fmt].run_numpy(x)
+        arrays = [t.numpy() for t in self.inputs]
+        return lambda: self.runtimes[fmt].run_numpy(*arrays)
 
 
 def _relative(ours: np.ndarray, paddle: np.ndarray) -> float:
@@ -175,14 +190,18 @@ def _relative(ours: np.ndarray, paddle: np.ndarray) -> float:
 def _inputs(spec: Spec, folder: Path) -> dict[str, str]:
     """The shared inputs (seed 0) as .npy files both sides read."""
     rng = np.random.RandomState(0)
-    arrays = {"input": rng.uniform(-1, 1, (1, 3, spec.size, spec.size)).astype(np.float32),
-              "train_input": rng.uniform(-1, 1, (2, 3, spec.size, spec.size)).astype(np.float32),
-              "train_target": rng.randint(0, spec.classes, (2, spec.size, spec.size) if spec.dense else (2,))}
+    if spec.text:  # token ids past the special tokens (no padding)
+        arrays = {"input": rng.randint(5, ERNIE_VOCAB, (1, spec.size)),
+                  "train_input": rng.randint(5, ERNIE_VOCAB, (2, spec.size))}
+    else:
+        arrays = {"input": rng.uniform(-1, 1, (1, 3, spec.size, spec.size)).astype(np.float32),
+                  "train_input": rng.uniform(-1, 1, (2, 3, spec.size, spec.size)).astype(np.float32)}
+    arrays["train_target"] = rng.randint(0, spec.classes, (2, spec.size, spec.size) if spec.dense else (2,))
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}
     for key, array in arrays.items():
         paths[key] = str(folder / f"{key}.npy")
-        np.save(paths[key], array.astype(np.int64) if key == "train_target" else array)
+        np.save(paths[key], array.astype(np.int64) if array.dtype.kind == "i" else array)
     return paths
 
 
@@ -210,7 +229,7 @@ def run(models: list[str], threads: list[int], repeats: int, budget: float, work
                     print(f"skipping {key}: {skipped[key]}", flush=True)
                     continue
                 if key not in ours:
-                    print(f"{key}: converting model.pdparams and exporting {spec.name} ...", flush=True)
+                    print(f"{key}: converting the Paddle checkpoint onto {spec.name} and exporting it ...", flush=True)
                     ours[key] = Ours(spec, folder, *(np.load(paths[k]) for k in ("input", "train_input",
                                                                                 "train_target")))
                     eager_err = _relative(ours[key].eager_output(), np.load(folder / "paddle_output.npy"))
@@ -220,7 +239,7 @@ def run(models: list[str], threads: list[int], repeats: int, budget: float, work
                 side.open_runtimes(count)
                 reference = np.load(folder / "paddle_inference_output.npy")
                 for fmt in side.formats:
-                    err = _relative(np.asarray(side.runtimes[fmt].run_numpy(side.x.numpy())[0]), reference)
+                    err = _relative(np.asarray(side.runtime(fmt)()[0]), reference)
                     print(f"{key}: {fmt} vs Paddle Inference, max relative difference {err:.2g}", flush=True)
                 rows += _measure(key, count, worker, side, repeats, budget, answer["inference"])
         finally:

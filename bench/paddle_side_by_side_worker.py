@@ -1,14 +1,15 @@
 """The Paddle side of bench/paddle_side_by_side.py; runs inside .venv-paddle (paddlepaddle 3.3.1, paddleclas 2.6.0,
-paddleseg 2.8.0), one process per thread count, driven by JSON lines on stdin.
+paddleseg 2.8.0, paddlenlp 2.8.1), one process per thread count, driven by JSON lines on stdin.
 
 Requests (one JSON object a line; each answered by one JSON line on the original stdout, everything Paddle prints
 goes to stderr):
 
 - ``{"op": "available", "model": KEY}``: ``{"ok": true}``, or ``{"skip": reason}`` when its Paddle side is not here;
 - ``{"op": "setup", "model": KEY, "folder": DIR, "input": X.npy, "train_input": X2.npy, "train_target": Y2.npy}``:
-  build the model with seed 0 (``DIR/model.pdparams`` is written when absent, read when present, so that every
-  process times the same weights), save its eval output on ``input`` to ``DIR/paddle_output.npy``, make a second
-  copy for training (Momentum 0.9, learning rate 0.01) and a Paddle Inference predictor of the same weights
+  build the model with seed 0 (``DIR/model.pdparams``, or for ERNIE the PaddleNLP directory ``DIR/model``, is
+  written when absent and read when present, so that every process times the same weights), save its eval output
+  on ``input`` to ``DIR/paddle_output.npy``, make a second copy for training (Momentum 0.9, learning rate 0.01)
+  and a Paddle Inference predictor of the same weights
   (``paddle.jit.save`` to ``DIR/inference``, oneDNN on, ``OMP_NUM_THREADS`` math threads) whose output on ``input``
   goes to ``DIR/paddle_inference_output.npy``;
 - ``{"op": "time", "model": KEY, "kind": "eager" | "train" | "inference", "budget_s": S}``: one warm-up call, then
@@ -55,13 +56,40 @@ def _pp_liteseg_stdc1():
     return M.PPLiteSeg(19, B.STDC1(), arm_out_chs=[32, 64, 128], seg_head_inter_chs=[32, 64, 64])
 
 
-# key -> (builder, the Paddle package it needs)
+ERNIE_VOCAB = 40000  # ERNIE 3.0's vocabulary size (the same constant as in paddle_side_by_side.py)
+# ERNIE 3.0's layout (PaddleNLP's ernie-3.0 configurations) at 4 layers of hidden 256, a two-class head
+ERNIE_4L_256 = {"vocab_size": ERNIE_VOCAB, "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+                "intermediate_size": 1024, "hidden_act": "gelu", "type_vocab_size": 4, "use_task_id": True,
+                "task_type_vocab_size": 16, "max_position_embeddings": 2048, "num_classes": 2}
+
+
+def _ernie_4l_256():
+    from paddlenlp.transformers import ErnieConfig, ErnieForSequenceClassification
+
+    logging.getLogger("paddlenlp").setLevel(logging.ERROR)
+    return ErnieForSequenceClassification(ErnieConfig(**ERNIE_4L_256))
+
+
+def _save_paddlenlp_dir(model, folder: Path) -> None:
+    """PaddleNLP's own model directory (``save_pretrained``) with a vocabulary of ERNIE_VOCAB placeholder tokens."""
+    from paddlenlp.transformers import ErnieTokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    special = ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]"]
+    (folder / "vocab.txt").write_text("\n".join(special + [f"t{i}" for i in range(len(special), ERNIE_VOCAB)]) + "\n")
+    model.save_pretrained(str(folder))
+    ErnieTokenizer(str(folder / "vocab.txt")).save_pretrained(str(folder))
+
+
+# key -> (builder, the Paddle package it needs, weights file inside the model's folder)
 MODELS = {
-    "pp_lcnet_x1_0": (_clas("ppcls.arch.backbone.legendary_models.pp_lcnet", "PPLCNet_x1_0"), "paddleclas"),
-    "resnet50_vd": (_clas("ppcls.arch.backbone.legendary_models.resnet", "ResNet50_vd"), "paddleclas"),
-    "pp_liteseg_stdc1": (_pp_liteseg_stdc1, "paddleseg"),
+    "pp_lcnet_x1_0": (_clas("ppcls.arch.backbone.legendary_models.pp_lcnet", "PPLCNet_x1_0"), "paddleclas",
+                      "model.pdparams"),
+    "resnet50_vd": (_clas("ppcls.arch.backbone.legendary_models.resnet", "ResNet50_vd"), "paddleclas",
+                    "model.pdparams"),
+    "pp_liteseg_stdc1": (_pp_liteseg_stdc1, "paddleseg", "model.pdparams"),
+    "ernie_4l_256": (_ernie_4l_256, "paddlenlp", "model/model_state.pdparams"),
 }
-MISSING_REASON = "paddlenlp is not installed in .venv-paddle (PaddleNLP 2.8.1 needs an environment of its own)"
 
 
 class Bench:
@@ -70,15 +98,17 @@ class Bench:
     def __init__(self, key: str, folder: Path, x: np.ndarray, x2: np.ndarray, y2: np.ndarray) -> None:
         import paddle
 
-        build, package = MODELS[key]
+        build, package, weights_file = MODELS[key]
         if importlib.util.find_spec(package) is None:
             raise RuntimeError(f"{package} is not installed in .venv-paddle")
         folder.mkdir(parents=True, exist_ok=True)
-        weights = folder / "model.pdparams"
+        weights = folder / weights_file
         paddle.seed(0)
         self.model = build()
         if weights.exists():
             self.model.set_state_dict(paddle.load(str(weights)))
+        elif weights.name == "model_state.pdparams":
+            _save_paddlenlp_dir(self.model, weights.parent)
         else:
             paddle.save(self.model.state_dict(), str(weights))
         self.model.eval()
@@ -101,7 +131,8 @@ class Bench:
 
         prefix = folder / "inference" / "inference"
         if not prefix.with_suffix(".pdiparams").exists():
-            spec = [paddle.static.InputSpec([None, *x.shape[1:]], "float32")]
+            shape = [None, None] if x.dtype == np.int64 else [None, *x.shape[1:]]  # token ids: any length
+            spec = [paddle.static.InputSpec(shape, str(x.dtype))]
             paddle.jit.save(self.model, str(prefix), input_spec=spec)
         model_file = next(p for p in (prefix.with_suffix(".json"), prefix.with_suffix(".pdmodel")) if p.exists())
         config = paddle.inference.Config(str(model_file), str(prefix.with_suffix(".pdiparams")))
@@ -129,14 +160,14 @@ class Bench:
 
         out = self.trained(self.x2)
         outs = out if isinstance(out, (list, tuple)) else [out]
-        if self.y2.ndim == 1:
+        if self.y2.ndim == 1:  # a label per sample
             loss = sum(F.cross_entropy(o, self.y2.unsqueeze(1)) for o in outs)
         else:  # segmentation: labels [N, H, W], logits [N, C, H, W]
             loss = sum(F.cross_entropy(o, self.y2.unsqueeze(1), axis=1) for o in outs)
         loss.backward()
         self.optimizer.step()
         self.optimizer.clear_grad()
-        float(loss)
+        loss.item()
 
     def infer(self) -> None:
         self._input.copy_from_cpu(self._x_np)
@@ -146,7 +177,7 @@ class Bench:
 
 def _available(key: str) -> dict[str, Any]:
     if key not in MODELS:
-        return {"skip": MISSING_REASON}
+        return {"skip": f"the worker knows no model {key!r}"}
     package = MODELS[key][1]
     if importlib.util.find_spec(package) is None:
         return {"skip": f"{package} is not installed in .venv-paddle"}
@@ -181,13 +212,10 @@ def main() -> None:
                 answer = _available(request["model"])
             elif request["op"] == "setup":
                 key = request["model"]
-                if key not in MODELS:
-                    answer = {"skip": MISSING_REASON}
-                else:
-                    bench = Bench(key, Path(request["folder"]), np.load(request["input"]),
-                                  np.load(request["train_input"]), np.load(request["train_target"]))
-                    benches[key] = bench
-                    answer = {"ok": True, "inference": bench.inference}
+                bench = Bench(key, Path(request["folder"]), np.load(request["input"]),
+                              np.load(request["train_input"]), np.load(request["train_target"]))
+                benches[key] = bench
+                answer = {"ok": True, "inference": bench.inference}
             elif request["op"] == "time":
                 bench = benches[request["model"]]
                 fn = {"eager": bench.eager, "train": bench.train, "inference": bench.infer}[request["kind"]]
