@@ -182,3 +182,31 @@ def test_cli_converts_with_another_number_of_classes_for_the_segmenter(paddle_ou
         ours = model.seg_heads[0].conv(model.ppseg_head(model.backbone(x)[2:])[0])
         theirs = full.seg_heads[0].conv(full.ppseg_head(full.backbone(x)[2:])[0])
     torch.testing.assert_close(ours, theirs)
+
+
+def test_strideformer_se_uses_paddles_hardsigmoid_slope(paddle_outputs: Path, tmp_path: Path):
+    # StrideFormer's SE gates with Paddle's Hardsigmoid(slope=0.2, offset=0.5); PyTorch's hardsigmoid is slope 1/6.
+    from oarkit.seg.models.strideformer import Hardsigmoid
+
+    model = _converted(paddle_outputs, tmp_path, "pp_mobileseg_tiny")
+    gates = [m for m in model.modules() if isinstance(m, Hardsigmoid)]
+    assert gates and all(g.slope == 0.2 for g in gates)
+    for gate in gates:
+        gate.slope = 1 / 6
+    assert _error(model, paddle_outputs / "pp_mobileseg_tiny") > 100 * TOLERANCE
+
+
+def test_resizing_by_a_scale_factor_keeps_the_factor(paddle_outputs: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch):
+    # PP-MobileSeg's AAM halves the stride-8 feature with scale_factor=0.5: on odd sizes (9x13 -> 4x6) Paddle, like
+    # PyTorch by default, samples at the factor's spacing, not at the ratio of the sizes.
+    model = _converted(paddle_outputs, tmp_path, "pp_mobileseg_tiny")
+    interpolate = torch.nn.functional.interpolate
+
+    def from_sizes(x: torch.Tensor, size=None, scale_factor=None, **kwargs) -> torch.Tensor:
+        if scale_factor is None:
+            return interpolate(x, size=size, **kwargs)
+        return interpolate(x, scale_factor=scale_factor, recompute_scale_factor=True, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "interpolate", from_sizes)
+    assert _error(model, paddle_outputs / "pp_mobileseg_tiny") > 100 * TOLERANCE
