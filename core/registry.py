@@ -46,7 +46,8 @@ class PretrainedWeights:
         hub_id: a Hugging Face hub repository (``timm/lcnet_100.ra2_in1k``); used when ``url`` is empty.
         file_name: the file inside ``hub_id`` (or the cache name of ``url``).
         sha256: the file's digest; when empty the digest of the first download is recorded and enforced.
-        format: ``safetensors``, ``pth``, or ``pdparams`` (PaddlePaddle; refused until a converter exists).
+        format: ``safetensors``, ``pth``, or ``pdparams`` (a Paddle release, converted into the cache through the
+            card's ``paddle_mapping`` on first use).
         license: licence of the weights.
         source: who trained and published them.
     """

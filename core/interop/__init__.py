@@ -5,6 +5,8 @@
 - :func:`read_paddlenlp_dir`: a PaddleNLP model directory (weights + config);
 - :class:`PaddleMapping` / :func:`apply_mapping`: a family's declared renames and layout changes;
 - :func:`convert_paddle`: any of the above into a self-describing oarkit model directory.
+- :mod:`oarkit.core.interop.pretrained`: Paddle releases behind ``pretrained=True`` (converted once into the
+  cache) and local Paddle checkpoints behind ``pretrained="x.pdparams"``.
 """
 
 from oarkit.core.interop.convert import convert_paddle, read_paddle_checkpoint
