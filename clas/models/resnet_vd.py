@@ -1,18 +1,25 @@
 """ResNet-vd, PaddleClas's ResNet with the "D" tweaks (deep stem, average-pool shortcut), built by timm.
 
 "Bag of Tricks for Image Classification with Convolutional Neural Networks", https://arxiv.org/abs/1812.01187.
-PaddleClas's ``ResNet*_vd`` is timm's ``resnet*d``.
+PaddleClas's ``ResNet*_vd`` is timm's ``resnet*d``, but for one detail of the basic-block depths: PaddleClas gives
+the first block of every stage a projection shortcut (``use_first_short_conv``), also the first block of ResNet18_vd
+and ResNet34_vd, whose input and output shapes agree; timm's ``resnet18d``/``resnet34d`` use the identity there.
+Their factories add that 1x1 convolution and batch norm (as ``layer1.0.downsample``), so timm's own ``ra2`` weights
+do not fit them.
 
-PaddleClas checkpoints of ResNet50/101/152/200_vd (``ppcls.arch.backbone.legendary_models.resnet``) convert onto
-these modules with :func:`paddle_mapping`, and their cards point at the PaddleClas release (converted on load)
-with PaddleClas's top-1. ResNet18_vd and ResNet34_vd do not convert: PaddleClas gives their first basic block a
-1x1 convolution shortcut (``use_first_short_conv``) that timm's ``resnet18d``/``resnet34d`` lack; their cards
-load timm's own weights (RandAugment "ra2") and show timm's figure for them.
+PaddleClas checkpoints of every depth (``ppcls.arch.backbone.legendary_models.resnet.ResNet*_vd``) convert onto
+these modules with :func:`paddle_mapping`; the cards point at the PaddleClas release (converted on load) with
+PaddleClas's top-1.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
+
+import timm
+from torch import nn
 
 from oarkit.clas.models.timm_backed import register_paddle_variant
 from oarkit.core.interop import PaddleMapping
@@ -21,12 +28,10 @@ PAPER = "Bag of Tricks for Image Classification with Convolutional Neural Networ
 
 # (depth, PaddleClas ImageNet-1k top-1 of ResNet<depth>_vd)
 RESNET_VD = ((18, 72.26), (34, 76.00), (50, 79.12), (101, 80.17), (152, 80.59), (200, 80.93))
-# ImageNet-1k top-1 at 224 px of timm's own weights, for the depths whose cards load them
-TIMM_SOURCE = "timm results at 224 px (model card huggingface.co/timm/{})"
-TIMM_TOP1 = {18: ("resnet18d.ra2_in1k", 72.26), 34: ("resnet34d.ra2_in1k", 77.10)}
-
-# Bottleneck blocks per stage of the depths whose PaddleClas checkpoints map onto timm's modules
-BOTTLENECK_STAGES = {50: (3, 4, 6, 3), 101: (3, 4, 23, 3), 152: (3, 8, 36, 3), 200: (3, 12, 48, 3)}
+# Blocks per stage (basic blocks for 18 and 34, bottlenecks above)
+STAGES = {18: (2, 2, 2, 2), 34: (3, 4, 6, 3), 50: (3, 4, 6, 3), 101: (3, 4, 23, 3), 152: (3, 8, 36, 3),
+          200: (3, 12, 48, 3)}
+BASIC_BLOCK_DEPTHS = (18, 34)
 # PaddleClas's deep stem ``stem.<i>.{conv,bn}`` in timm's ``conv1`` Sequential (conv, bn, relu, ...) and ``bn1``
 _STEM = {("0", "conv"): "conv1.0.", ("0", "bn"): "conv1.1.", ("1", "conv"): "conv1.3.", ("1", "bn"): "conv1.4.",
          ("2", "conv"): "conv1.6.", ("2", "bn"): "bn1."}
@@ -36,7 +41,7 @@ _SHORT = {"conv": ".downsample.1.", "bn": ".downsample.2."}
 
 def paddle_mapping(depth: int) -> PaddleMapping:
     """How a PaddleClas ``ResNet<depth>_vd`` checkpoint maps onto timm's ``resnet<depth>d``."""
-    starts = [sum(BOTTLENECK_STAGES[depth][:i]) for i in range(4)]
+    starts = [sum(STAGES[depth][:i]) for i in range(4)]
 
     def block(match: re.Match[str]) -> str:  # PaddleClas numbers blocks flat, timm per stage
         n = int(match.group(1))
@@ -54,8 +59,24 @@ def paddle_mapping(depth: int) -> PaddleMapping:
     )
 
 
+def _basic_block_resnet_vd(arch: str, module: str) -> Callable[..., nn.Module]:
+    def factory(*, num_classes: int = 1000, **kwargs: Any) -> nn.Module:
+        model = timm.create_model(arch, pretrained=False, num_classes=num_classes, **kwargs)
+        channels = model.layer1[0].conv1.in_channels
+        # PaddleClas's first shortcut: a 1x1 convolution and batch norm, without the vd average pool (stride 1);
+        # the Identity keeps timm's downsample numbering (pool, conv, bn).
+        model.layer1[0].downsample = nn.Sequential(nn.Identity(), nn.Conv2d(channels, channels, 1, bias=False),
+                                                   nn.BatchNorm2d(channels))
+        return model
+
+    factory.__name__ = factory.__qualname__ = arch
+    factory.__module__ = module
+    factory.__doc__ = f"timm's ``{arch}`` with PaddleClas's first projection shortcut, randomly initialised."
+    return factory
+
+
 for depth, top1 in RESNET_VD:
-    timm_top1 = (TIMM_TOP1[depth][1], TIMM_SOURCE.format(TIMM_TOP1[depth][0])) if depth in TIMM_TOP1 else None
+    builder = _basic_block_resnet_vd(f"resnet{depth}d", __name__) if depth in BASIC_BLOCK_DEPTHS else None
     register_paddle_variant(f"clas/resnet{depth}_vd", f"resnet{depth}d", paddle_name=f"ResNet{depth}_vd",
-                            family="resnet_vd", paper=PAPER, module=__name__, top1=top1, timm_top1=timm_top1,
-                            paddle_mapping=paddle_mapping(depth) if depth in BOTTLENECK_STAGES else None)
+                            family="resnet_vd", paper=PAPER, module=__name__, top1=top1, builder=builder,
+                            paddle_mapping=paddle_mapping(depth))

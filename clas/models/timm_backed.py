@@ -5,12 +5,11 @@ timm (https://github.com/huggingface/pytorch-image-models) keeps, for every pret
 licence, input size, mean/std, crop and head names; the cards here are read from those settings rather than
 copied by hand.
 
-A PaddleClas-named card shows the metric of the weights it loads (:func:`register_paddle_variant`):
-
-1. timm's copy of PaddleClas's own weights (a ``paddle``/``ssld`` tag): those weights, PaddleClas's top-1;
-2. else, when the family declares a Paddle mapping: the PaddleClas release itself (``format: pdparams``,
-   converted on load; such cards carry the ``paddle-weights`` tag), PaddleClas's top-1;
-3. else timm's own training (``ra2``, ``lamb`` ...): those weights with timm's figure and its source.
+A PaddleClas-named card loads PaddleClas's weights, so that PaddleClas's published top-1 is the metric of the
+weights it loads (:func:`register_paddle_variant`): timm's copy of them where timm has one (a ``paddle``/``ssld``
+tag), else the PaddleClas release itself (``format: pdparams``, converted on load through the family's Paddle
+mapping; such cards carry the ``paddle-weights`` tag). timm's own trainings of these architectures (``ra2``,
+``lamb`` ...) stay reachable under their timm names (``timm/lcnet_100``, ``timm/resnet18d``).
 """
 
 from __future__ import annotations
@@ -120,13 +119,11 @@ def paddle_card_fields(paddle_name: str) -> dict[str, Any]:
 def register_paddle_variant(name: str, arch: str, *, paddle_name: str, family: str, paper: str, module: str,
                             top1: float | None = None, tag: str = "",
                             builder: Callable[..., nn.Module] | None = None, head_like: str = "",
-                            classifier: tuple[str, ...] = (), paddle_mapping: PaddleMapping | None = None,
-                            timm_top1: tuple[float, str] | None = None) -> None:
-    """Register a PaddleClas-named variant whose card shows the metric of the weights it loads.
+                            classifier: tuple[str, ...] = (), paddle_mapping: PaddleMapping | None = None) -> None:
+    """Register a PaddleClas-named variant that loads PaddleClas's weights (see the module docstring).
 
     The weights are timm's ``arch.tag`` (its default tag when ``tag`` is empty) when that tag holds PaddleClas's
-    weights; else the PaddleClas release ``paddle_name`` when ``paddle_mapping`` converts it; else timm's own
-    training, whose figure ``timm_top1`` must then be given (see the module docstring).
+    weights, else the PaddleClas release ``paddle_name``, which ``paddle_mapping`` converts.
 
     Args:
         name: registry name, ``clas/<paddleclas_variant>``.
@@ -141,31 +138,20 @@ def register_paddle_variant(name: str, arch: str, *, paddle_name: str, family: s
         head_like: a timm architecture whose cfg names the head, for variants timm does not list.
         classifier: the head's module names, when they are not timm's (native ports).
         paddle_mapping: how PaddleClas checkpoints of the variant map onto the module.
-        timm_top1: ``(top-1, source)`` of timm's own weights, for variants that load them.
 
     Raises:
-        ConfigError: the weights the card would load have no figure, or are a PaddleClas release that nothing
-            converts.
+        ConfigError: timm has no copy of PaddleClas's weights and no mapping converts the release.
     """
     cfg = timm_cfg(f"{arch}.{tag}" if tag else arch)
-    timm_hub = cfg is not None and bool(cfg.hf_hub_id)
-    metrics_source = PADDLE_METRICS_SOURCE
-    if timm_hub and is_paddle_tag(cfg):
+    if cfg is not None and cfg.hf_hub_id and is_paddle_tag(cfg):
         fields = timm_card_fields(cfg)
         fields["test_input_size"] = SMALL_INPUT
     elif paddle_mapping is not None:
         fields = paddle_card_fields(paddle_name)
-        fields["classifier"] = classifier or head_names(timm_cfg(head_like or arch))
-    elif timm_hub:
-        if timm_top1 is None:
-            raise ConfigError(f"{name} loads timm's own weights ({cfg.hf_hub_id}): give timm_top1=(top-1, source), "
-                              "PaddleClas's figure is not theirs")
-        fields = timm_card_fields(cfg)
-        fields["test_input_size"] = SMALL_INPUT
-        top1, metrics_source = timm_top1
+        fields["classifier"] = head_names(timm_cfg(head_like or arch))
     else:
-        raise ConfigError(f"{name}: neither timm nor a Paddle mapping provides weights for {paddle_name}; declare "
-                          "paddle_mapping so that the PaddleClas release converts")
+        raise ConfigError(f"{name}: timm has no copy of PaddleClas's {paddle_name} weights; declare paddle_mapping "
+                          "so that the PaddleClas release converts")
     if classifier:
         fields["classifier"] = classifier
     factory = builder or timm_factory(arch, module)
@@ -176,7 +162,7 @@ def register_paddle_variant(name: str, arch: str, *, paddle_name: str, family: s
         family=family,
         paper=paper,
         metrics={"imagenet_top1": top1} if top1 is not None else {},
-        metrics_source=metrics_source if top1 is not None else "",
+        metrics_source=PADDLE_METRICS_SOURCE if top1 is not None else "",
         paddle_mapping=paddle_mapping,
         **fields,
     )

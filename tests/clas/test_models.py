@@ -97,17 +97,17 @@ def test_paddleclas_cards() -> None:
     assert model_info("clas/mobilenetv3_small_x1_25").weights.format == "pdparams"
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if model_info(n).metrics_source and not n.startswith("clas/tv_")])
-def test_paddleclas_named_cards_show_the_metric_of_the_weights_they_load(name: str) -> None:
-    # PaddleClas's top-1 only for PaddleClas's weights (its release, converted on load, or timm's copy of them);
-    # timm's own training shows timm's figure.
+@pytest.mark.parametrize("name", [n for n in NAMES if model_info(n).metrics_source == "PaddleClas model zoo"])
+def test_paddleclas_top1_only_on_cards_that_load_paddleclas_weights(name: str) -> None:
+    # PaddleClas's figure belongs to PaddleClas's weights: its release (converted on load, so a mapping must exist)
+    # or timm's copy of them, never timm's own training (ra2, lamb ...) of the same architecture.
     card = model_info(name)
-    paddles = card.weights.format == "pdparams" or card.weights.source == "PaddleClas, converted by timm"
-    assert (card.metrics_source == "PaddleClas model zoo") == paddles
-    if not paddles:
-        assert card.metrics_source.startswith("timm") and card.weights.hub_id.split(".")[0] in card.metrics_source
     if card.weights.format == "pdparams":
         assert card.paddle_mapping is not None, f"{name} points at a PaddleClas release that nothing converts"
+        assert card.weights.source == "PaddleClas" and "/legendary_models/" in card.weights.url
+    else:
+        assert card.weights.source == "PaddleClas, converted by timm", card.weights
+        assert any(t in card.weights.hub_id for t in ("paddle", "ssld")), card.weights.hub_id
 
 
 def test_torchvision_cards() -> None:

@@ -24,10 +24,12 @@ from oarkit.core.registry import create_model, model_info
 ROOT = Path(__file__).resolve().parents[2]
 PADDLE_PYTHON = Path(os.environ.get("OARKIT_PADDLE_PYTHON", ROOT / ".venv-paddle" / "bin" / "python"))
 SCRIPT = Path(__file__).parent / "paddle_side" / "clas_parity.py"
-# PaddleClas name -> oarkit registry name: the smallest variant of each family (both MobileNetV3 sizes)
+# PaddleClas name -> oarkit registry name: the smallest variant of each family (both MobileNetV3 sizes, both
+# ResNet-vd block types)
 FAMILIES = {
     "PPLCNet_x1_0": "clas/pp_lcnet_x1_0",
     "ResNet50_vd": "clas/resnet50_vd",
+    "ResNet18_vd": "clas/resnet18_vd",  # basic blocks, with PaddleClas's first projection shortcut
     "PPLCNetV2_small": "clas/pp_lcnetv2_small",
     "PPHGNet_tiny": "clas/pp_hgnet_tiny",
     "PPHGNetV2_B0": "clas/pp_hgnetv2_b0",
@@ -162,5 +164,5 @@ def test_a_model_without_a_mapping_is_refused(paddle_outputs: Path, tmp_path: Pa
     from oarkit.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="declares no Paddle mapping.*clas/pp_lcnet_x1_0"):
-        convert_paddle(paddle_outputs / "PPLCNet_x1_0" / "model.pdparams", model="clas/resnet18_vd",
+        convert_paddle(paddle_outputs / "PPLCNet_x1_0" / "model.pdparams", model="clas/convnext_atto",
                        out=tmp_path / "x")

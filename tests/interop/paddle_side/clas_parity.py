@@ -36,6 +36,7 @@ _LEGENDARY = "ppcls.arch.backbone.legendary_models."
 MODELS = {
     "PPLCNet_x1_0": _LEGENDARY + "pp_lcnet",
     "ResNet50_vd": _LEGENDARY + "resnet",
+    "ResNet18_vd": _LEGENDARY + "resnet",
     "PPLCNetV2_small": _LEGENDARY + "pp_lcnet_v2",
     "PPHGNet_tiny": _LEGENDARY + "pp_hgnet",
     "PPHGNetV2_B0": _LEGENDARY + "pp_hgnet_v2",
