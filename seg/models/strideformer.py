@@ -16,32 +16,10 @@ import torch.nn.functional as F
 from timm.layers import DropPath
 from torch import nn
 
+from oarkit.core.backbones.layers import SEModule, make_act, make_divisible
+
 #: one MobileNetV3 block: kernel, expanded channels, output channels, squeeze-excite, activation, stride
 BlockCfg = tuple[int, int, int, bool, str, int]
-
-
-def _make_divisible(v: float, divisor: int = 8, min_value: int | None = None) -> int:
-    min_value = min_value or divisor
-    new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
-    return new_v + divisor if new_v < 0.9 * v else new_v
-
-
-def _create_act(act: str | None) -> nn.Module:
-    acts = {"relu": nn.ReLU, "hardswish": nn.Hardswish, None: nn.Identity}
-    if act not in acts:
-        raise ValueError(f"activation {act!r} is not one of {sorted(a for a in acts if a)}")
-    return acts[act]()
-
-
-class Hardsigmoid(nn.Module):
-    """Paddle's hard sigmoid with a slope: ``clip(slope * x + offset, 0, 1)``."""
-
-    def __init__(self, slope: float = 0.2, offset: float = 0.5) -> None:
-        super().__init__()
-        self.slope, self.offset = slope, offset
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (self.slope * x + self.offset).clamp(0.0, 1.0)
 
 
 class HSigmoid(nn.Module):
@@ -92,26 +70,11 @@ class ConvBNLayer(nn.Module):
                            dilation=dilation)
         self.bn = nn.BatchNorm2d(out_c)
         self.if_act = if_act
-        self.act = _create_act(act)
+        self.act = make_act(act)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.bn(self.c(x))
         return self.act(x) if self.if_act else x
-
-
-class SEModule(nn.Module):
-    """Squeeze-and-excitation with Paddle's hard sigmoid."""
-
-    def __init__(self, channel: int, reduction: int = 4) -> None:
-        super().__init__()
-        self.avg_pool = nn.AdaptiveAvgPool2d(1)
-        self.conv1 = nn.Conv2d(channel, channel // reduction, 1)
-        self.relu = nn.ReLU()
-        self.conv2 = nn.Conv2d(channel // reduction, channel, 1)
-        self.hardsigmoid = Hardsigmoid(slope=0.2, offset=0.5)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x * self.hardsigmoid(self.conv2(self.relu(self.conv1(self.avg_pool(x)))))
 
 
 class ResidualUnit(nn.Module):
@@ -126,7 +89,7 @@ class ResidualUnit(nn.Module):
         self.bottleneck_conv = ConvBNLayer(mid_c, mid_c, filter_size, stride, (filter_size - 1) // 2 * dilation,
                                            num_groups=mid_c, if_act=True, act=act, dilation=dilation)
         if use_se:
-            self.mid_se = SEModule(mid_c)
+            self.mid_se = SEModule(mid_c)  # Paddle's hardsigmoid gate, slope 0.2
         self.linear_conv = ConvBNLayer(mid_c, out_c, 1, 1, 0, if_act=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -144,12 +107,12 @@ class StackedMV3Block(nn.Module):
         super().__init__()
         self.stem = stem
         if stem:
-            self.conv = ConvBNLayer(3, _make_divisible(inp_channel * scale), 3, 2, 1, if_act=True, act="hardswish")
+            self.conv = ConvBNLayer(3, make_divisible(inp_channel * scale), 3, 2, 1, if_act=True, act="hardswish")
         self.blocks = nn.ModuleList()
         for k, exp, c, se, act, s in cfgs:
-            self.blocks.append(ResidualUnit(_make_divisible(inp_channel * scale), _make_divisible(scale * exp),
-                                            _make_divisible(scale * c), k, s, se, act=act))
-            inp_channel = _make_divisible(scale * c)
+            self.blocks.append(ResidualUnit(make_divisible(inp_channel * scale), make_divisible(scale * exp),
+                                            make_divisible(scale * c), k, s, se, act=act))
+            inp_channel = make_divisible(scale * c)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.stem:

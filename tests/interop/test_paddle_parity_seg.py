@@ -186,7 +186,7 @@ def test_cli_converts_with_another_number_of_classes_for_the_segmenter(paddle_ou
 
 def test_strideformer_se_uses_paddles_hardsigmoid_slope(paddle_outputs: Path, tmp_path: Path):
     # StrideFormer's SE gates with Paddle's Hardsigmoid(slope=0.2, offset=0.5); PyTorch's hardsigmoid is slope 1/6.
-    from oarkit.seg.models.strideformer import Hardsigmoid
+    from oarkit.core.backbones.layers import Hardsigmoid
 
     model = _converted(paddle_outputs, tmp_path, "pp_mobileseg_tiny")
     gates = [m for m in model.modules() if isinstance(m, Hardsigmoid)]
