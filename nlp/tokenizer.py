@@ -51,6 +51,10 @@ def load_tokenizer(source: str | Path) -> Any:
     if path.is_file():
         return PreTrainedTokenizerFast(tokenizer_file=str(path), model_input_names=list(BERT_INPUTS), **SPECIAL_TOKENS)
     if path.is_dir():
+        if _paddlenlp_class(path) in PADDLENLP_WORDPIECE:
+            return paddlenlp_tokenizer(path)
+        if not any((path / name).exists() for name in _TOKENIZER_FILES) and (path / "meta.json").is_file():
+            return _tokenizer_of_model_dir(path)  # an oarkit model directory (a run's best/, a converted model)
         if not any((path / name).exists() for name in _TOKENIZER_FILES):
             raise ConfigError(f"{path} holds no tokenizer (looked for {', '.join(_TOKENIZER_FILES)}); pass "
                               "task.tokenizer=DIR, or train one with tools/train_tokenizer.py")
@@ -67,6 +71,61 @@ def load_tokenizer(source: str | Path) -> Any:
                               f"{' (HF_HUB_OFFLINE=1 and it is not cached)' if offline else ''}: {err}. Pass "
                               "task.tokenizer=DIR with a local copy.") from err
     raise ConfigError(f"tokenizer source {str(source)!r} is neither a directory, a tokenizer.json file nor a hub id")
+
+
+#: PaddleNLP tokenizer classes that are BERT's WordPiece with PaddleNLP's basic tokenization
+PADDLENLP_WORDPIECE = ("ErnieTokenizer", "BertTokenizer")
+
+
+def _paddlenlp_class(path: Path) -> str | None:
+    """The ``tokenizer_class`` a PaddleNLP ``tokenizer_config.json`` names (``None``: not a PaddleNLP directory)."""
+    import json
+
+    config = path / "tokenizer_config.json"
+    if not (path / "vocab.txt").is_file() or not config.is_file() or (path / "tokenizer.json").is_file():
+        return None
+    try:
+        value = json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(value) if value else None
+
+
+def paddlenlp_tokenizer(folder: str | Path, *, max_length: int = 512) -> Any:
+    """The fast tokenizer equal to PaddleNLP's ``ErnieTokenizer`` / ``BertTokenizer`` of a model directory
+    (``vocab.txt`` and ``tokenizer_config.json``, as ``tokenizer.save_pretrained`` writes them).
+
+    PaddleNLP's BasicTokenizer lower-cases and strips accents when ``do_lower_case``, splits CJK ideographs and
+    punctuation, then WordPiece with ``##`` continuations: BERT's normaliser, pre-tokenizer and model.
+
+    Raises:
+        ConfigError: the directory holds no ``vocab.txt``.
+    """
+    import json
+
+    from transformers import BertTokenizerFast
+    from transformers.models.bert.tokenization_bert import load_vocab
+
+    folder = Path(folder)
+    vocab = folder / "vocab.txt"
+    if not vocab.is_file():
+        raise ConfigError(f"{folder} holds no vocab.txt, so it carries no PaddleNLP WordPiece tokenizer")
+    config = folder / "tokenizer_config.json"
+    settings = json.loads(config.read_text(encoding="utf-8")) if config.is_file() else {}
+    special = {k: settings.get(k, v) for k, v in SPECIAL_TOKENS.items()}
+    return BertTokenizerFast(vocab=load_vocab(str(vocab)), do_lower_case=bool(settings.get("do_lower_case", True)),
+                             tokenize_chinese_chars=True, model_max_length=max_length, **special)
+
+
+def _tokenizer_of_model_dir(path: Path) -> Any:
+    """The tokenizer an oarkit model directory's meta.json records."""
+    import json
+
+    try:
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"cannot read {path / 'meta.json'}: {err}") from err
+    return tokenizer_from_spec((meta.get("preprocessing") or {}).get("tokenizer"))
 
 
 def tokenizer_spec(tokenizer: Any) -> dict[str, Any]:

@@ -34,7 +34,8 @@ def _need_file(path: Path, what: str) -> None:
 
 
 def read_classification(path: str | Path, *, require_label: bool = True) -> list[TextExample]:
-    """Classification examples from a TSV (``.tsv``/``.txt``) or a CLUE-style JSONL (``.json``/``.jsonl``) file.
+    """Classification examples from a TSV (``.tsv``/``.txt``; a ``.txt`` file may have no header, as PaddleNLP's) or a
+    CLUE-style JSONL (``.json``/``.jsonl``) file.
 
     Args:
         path: the file.
@@ -62,10 +63,16 @@ def _read_tsv(path: Path) -> list[TextExample]:
     text_col = next((header.index(k) for k in ("text", "text_a", "sentence", "sentence1") if k in header), None)
     pair_col = next((header.index(k) for k in ("text_b", "sentence2") if k in header), None)
     label_col = header.index("label") if "label" in header else None
+    first = 1
+    if text_col is None and path.suffix == ".txt" and len(rows[0]) in (2, 3):
+        # PaddleNLP's text classification files (train.txt / dev.txt beside label.txt): no header,
+        # 'text<TAB>label' or 'text_a<TAB>text_b<TAB>label' lines
+        header = ["text", "label"] if len(rows[0]) == 2 else ["text_a", "text_b", "label"]
+        text_col, pair_col, label_col, first = 0, (1 if len(header) == 3 else None), len(header) - 1, 0
     if text_col is None:
         raise DataError(f"{path}:1: header {rows[0]} names no text column; expected {TSV_LAYOUT}")
     examples = []
-    for number, row in enumerate(rows[1:], start=2):
+    for number, row in enumerate(rows[first:], start=first + 1):
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):

@@ -24,7 +24,6 @@ PaddleNLP's own eval forward (tests/interop/test_paddle_parity_nlp.py):
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -179,29 +178,9 @@ def _labels(config: dict[str, Any], classes: int | None) -> list[str]:
     return [str(x) for x in labels] if labels and all(x is not None for x in labels) else []
 
 
-def paddlenlp_tokenizer(folder: Path, *, max_length: int) -> Any | None:
-    """The fast tokenizer equal to PaddleNLP's ``ErnieTokenizer`` of a model directory (``vocab.txt`` and
-    ``tokenizer_config.json``), or ``None`` when the directory has no vocabulary."""
-    vocab = folder / "vocab.txt"
-    if not vocab.is_file():
-        return None
-    from transformers import BertTokenizerFast
-    from transformers.models.bert.tokenization_bert import load_vocab
-
-    settings_file = folder / "tokenizer_config.json"
-    settings = json.loads(settings_file.read_text(encoding="utf-8")) if settings_file.is_file() else {}
-    special = {k: settings.get(k, v) for k, v in (("unk_token", "[UNK]"), ("sep_token", "[SEP]"),
-                                                  ("pad_token", "[PAD]"), ("cls_token", "[CLS]"),
-                                                  ("mask_token", "[MASK]"))}
-    # PaddleNLP's BasicTokenizer: lower-cases and strips accents when do_lower_case, splits CJK ideographs and
-    # punctuation; then greedy WordPiece with ## continuations, as BERT's.
-    return BertTokenizerFast(vocab=load_vocab(str(vocab)), do_lower_case=bool(settings.get("do_lower_case", True)),
-                             tokenize_chinese_chars=True, model_max_length=max_length, **special)
-
-
 def ernie_source_meta(src: Path, config: dict[str, Any], *, prompt_lang: str | None = None) -> dict[str, Any]:
     """meta.json entries of a PaddleNLP ERNIE / UIE directory: task id, labels, tokenizer and max length."""
-    from oarkit.nlp.tokenizer import tokenizer_spec
+    from oarkit.nlp.tokenizer import paddlenlp_tokenizer, tokenizer_spec
 
     arch = architecture_of(config) if config else "ErnieModel"
     task = ARCHITECTURES[arch][1]
@@ -210,9 +189,8 @@ def ernie_source_meta(src: Path, config: dict[str, Any], *, prompt_lang: str | N
     meta: dict[str, Any] = {"task": task, "nlp_task": task.split("/", 1)[1], "labels": _labels(config, classes),
                             "preprocessing": {"max_length": max_length}}
     folder = src if src.is_dir() else src.parent
-    tokenizer = paddlenlp_tokenizer(folder, max_length=max_length)
-    if tokenizer is not None:
-        meta["preprocessing"]["tokenizer"] = tokenizer_spec(tokenizer)
+    if (folder / "vocab.txt").is_file():  # PaddleNLP's tokenizer.save_pretrained beside the weights
+        meta["preprocessing"]["tokenizer"] = tokenizer_spec(paddlenlp_tokenizer(folder, max_length=max_length))
     if prompt_lang is not None:
         meta["prompt_lang"] = prompt_lang
     return meta

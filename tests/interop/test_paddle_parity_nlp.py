@@ -19,8 +19,9 @@ import pytest
 import torch
 from torch import nn
 
+from oarkit.core import load_model
 from oarkit.core.cli import main as cli_main
-from oarkit.core.engine.checkpoint import load_model_dir
+from oarkit.core.engine.checkpoint import load_model_dir, read_meta
 from oarkit.core.errors import ConfigError
 from oarkit.core.interop import apply_mapping, convert_paddle, read_paddlenlp_dir
 from oarkit.core.registry import create_model, model_info
@@ -93,7 +94,7 @@ def _relative_errors(model: nn.Module, family: str, folder: Path) -> dict[str, f
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_converted_paddlenlp_dir_gives_paddles_output(paddle_outputs: Path, converted: dict[str, Path], family: str):
-    model, meta = load_model_dir(converted[family])
+    model, meta = load_model(converted[family]), read_meta(converted[family])  # rebuilt by its kit, as saved
     errors = _relative_errors(model, family, paddle_outputs / family)
     print(f"{family}: " + ", ".join(f"{k} relative {v:.3g}" for k, v in errors.items()))
     assert max(errors.values()) <= TOLERANCE, errors
@@ -194,3 +195,36 @@ def test_mismatched_checkpoints_are_refused(paddle_outputs: Path, tmp_path: Path
     (other_task / "config.json").write_text(json.dumps({**config, "task_id": 1}))
     with pytest.raises(ConfigError, match="task_id=1"):
         convert_paddle(other_task, model="nlp/ernie_3_0_medium_zh", out=tmp_path / "z")
+
+
+def test_recipe_fine_tunes_from_the_paddlenlp_directory(paddle_outputs: Path, tmp_path: Path):
+    # PaddleNLP's text classification layout (train.txt / dev.txt 'text<TAB>label', label.txt) and its model
+    # directory as task.model.pretrained: the recipe's model starts from Paddle's weights (its logits are Paddle's)
+    # and its tokenizer is the directory's ErnieTokenizer.
+    from oarkit.core.config import build_trainer, load_config
+
+    folder = paddle_outputs / "ernie_3_0"
+    facts = json.loads((folder / "facts.json").read_text(encoding="utf-8"))
+    data = tmp_path / "data"
+    data.mkdir()
+    text = facts["texts"]["text"]
+    (data / "label.txt").write_text("LABEL_0\nLABEL_1\nLABEL_2\n", encoding="utf-8")
+    for split in ("train", "dev"):
+        lines = [f"{text[i:i + 12]}\tLABEL_{i % 3}" for i in range(0, 36, 4)]
+        (data / f"{split}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    config = json.loads((folder / "model" / "config.json").read_text())
+    size = [f"+task.model.{k}={config[k]}" for k in ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                                                      "intermediate_size", "vocab_size")]
+    cfg = load_config("nlp/ernie_3_0_medium_zh_text_cls_128_100e",
+                      [f"data.root={data}", "data.batch_size=4", f"task.model.pretrained={folder / 'model'}", *size,
+                       f"output_dir={tmp_path / 'run'}", "trainer.progress=false", "trainer.tensorboard=false"])
+    trainer = build_trainer(cfg)
+    trainer.setup()
+    model = trainer.model
+    assert trainer.task.labels == ["LABEL_0", "LABEL_1", "LABEL_2"]
+    assert _relative_errors(model, "ernie_3_0", folder)["logits"] <= TOLERANCE
+    assert trainer.task.tokenizer(text[:9])["input_ids"] == np.load(folder / "inputs.npz")["input_ids"][1][:11].tolist()
+    model.train()
+    losses = trainer.task.training_step(model, next(iter(trainer.train_loader)))
+    losses["loss"].backward()
+    assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
