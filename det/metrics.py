@@ -107,7 +107,8 @@ class DetectionMetric(Metric):
 
 
 class COCOMetric(DetectionMetric):
-    """COCO box mAP: ``map`` (IoU 0.5:0.95), ``map50``, ``map75``, ``map_small/medium/large`` and ``ap/<class>``.
+    """COCO box mAP: ``map`` (IoU 0.5:0.95), ``map50``, ``map75``, ``map_small/medium/large`` (-1, as COCO's
+    tools print it, when no ground-truth box has that size) and ``ap/<class>``.
 
     Ground truth marked ``iscrowd`` (COCO) or ``difficult`` (VOC) is ignored as COCO ignores crowds. The PR
     curves are those at IoU 0.5, all areas, 100 detections.
@@ -137,7 +138,7 @@ class COCOMetric(DetectionMetric):
         result = coco.loadRes(np.asarray(dets, np.float64).reshape(-1, 7)) if dets else coco.loadRes([])
         evaluator = COCOeval_faster(coco, result, "bbox", print_function=logger.debug)
         evaluator.run()
-        stats = [max(0.0, float(v)) for v in evaluator.stats[: len(COCO_KEYS)]]
+        stats = [float(v) for v in evaluator.stats[: len(COCO_KEYS)]]  # -1: no ground truth of that size
         precision = evaluator.eval["precision"]  # [IoU 10, recall 101, class, area 4, max dets 3]
         recall_grid = np.linspace(0, 1, precision.shape[1])
         ap: list[float | None] = []

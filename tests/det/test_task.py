@@ -3,13 +3,14 @@ per-image results, its meta.json carries the classes and preprocessing, and its 
 
 from __future__ import annotations
 
+import functools
 import json
 
+import numpy as np
 import pytest
 import torch
 
 from oarkit.core.engine.trainer import Trainer
-from oarkit.core.export.compare import compare_batch
 from oarkit.det import DetectionData, DetectionTask
 from oarkit.det.data.synthetic import CLASSES
 from oarkit.det.export_graph import DetectionComparator
@@ -51,24 +52,27 @@ def test_prediction_does_not_depend_on_the_batch(fitted):
         assert torch.equal(a["labels"], b["labels"])
 
 
-def test_export_graph_holds_nms_and_matches_eager_in_onnxruntime(fitted, tmp_path):
-    ort = pytest.importorskip("onnxruntime")
-    _, task, data, _ = fitted
+def test_onnx_export_holds_nms_verifies_by_matched_boxes_and_predicts(fitted, det_shapes_root, tmp_path):
+    pytest.importorskip("onnxruntime")
+    from oarkit.core.export import export
+    from oarkit.core.export.source import ExportSource
+    from oarkit.det import Detector
+    from oarkit.det.export import _dataset
+
+    _, task, data, out = fitted
     model = fitted[0].model.eval()
-    spec = task.deploy_spec(model)
-    assert spec.output_names == ["boxes", "scores", "labels", "num"]
-    batch = torch.export.Dim("batch", min=1, max=64)
-    torch.onnx.export(spec.module, spec.example_inputs, tmp_path / "det.onnx", dynamo=True, external_data=False,
-                      input_names=spec.input_names, output_names=spec.output_names,
-                      dynamic_shapes=({0: batch},))
-    session = ort.InferenceSession(str(tmp_path / "det.onnx"))
-    images = torch.stack([data.val_dataset()[i][0] for i in range(4)])
-    with torch.no_grad():
-        eager = spec.module(images)
-    got = [torch.from_numpy(a) for a in session.run(None, {"images": images.numpy()})]
-    diffs = compare_batch(spec.output_names, eager, got, spec.compare)
-    assert all(d.error < 1e-4 for d in diffs.values()), diffs
-    assert int(eager[3].sum()) > 0  # something was detected and compared
+    source = ExportSource(task=task, model=model, origin=str(out), output_dir=tmp_path,
+                          data_root=str(det_shapes_root), dataset=functools.partial(_dataset, task=task))
+    report = export(source, "onnx", output_dir=tmp_path, batch_size=3)
+    assert report.ok and report.main_indicator == "map", report.table()
+    assert abs(report.rows[0].metric_delta) < 1e-6
+    folder = tmp_path / "onnx"
+    image = str(det_shapes_root / "val" / "000001.jpg")
+    eager = Detector(model, labels=task.labels, preprocessing=task.preprocessing, threshold=0.05)(image)
+    deployed = Detector(folder, threshold=0.05)(image)
+    assert deployed.labels == eager.labels and len(eager) > 0
+    np.testing.assert_allclose(deployed.boxes, eager.boxes, atol=1e-3)
+    np.testing.assert_allclose(deployed.scores, eager.scores, atol=1e-4)
 
 
 def test_comparator_flags_a_moved_box_and_excuses_a_cut():
