@@ -29,14 +29,17 @@ def is_paddlenlp_dir(path: str | Path) -> bool:
 
 
 def _flatten_config(raw: dict[str, Any]) -> dict[str, Any]:
-    """The flat config of either layout; the old ``init_args`` form keeps ``init_class`` beside its arguments."""
+    """The flat config of either layout; the old ``init_args`` form keeps ``init_class`` beside its arguments, and
+    the outer class and its own arguments (``ErnieForSequenceClassification``, ``num_classes``) win over those of
+    the model it wraps (``ErnieModel``)."""
     if "init_args" not in raw:
         return dict(raw)
-    config = {k: v for k, v in raw.items() if k != "init_args"}
+    config: dict[str, Any] = {}
     for arg in raw["init_args"] or []:
         if isinstance(arg, dict):
             # A nested model (ErnieForSequenceClassification(ErnieModel(...))) keeps its own init_args.
             config.update(_flatten_config(arg) if "init_args" in arg else arg)
+    config.update({k: v for k, v in raw.items() if k != "init_args"})
     return config
 
 

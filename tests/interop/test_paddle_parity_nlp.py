@@ -228,3 +228,17 @@ def test_recipe_fine_tunes_from_the_paddlenlp_directory(paddle_outputs: Path, tm
     losses = trainer.task.training_step(model, next(iter(trainer.train_loader)))
     losses["loss"].backward()
     assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
+def test_the_old_model_config_json_layout_converts(paddle_outputs: Path, tmp_path: Path):
+    # PaddleNLP < 2.5 saved model_config.json: the head class and its arguments around the wrapped ErnieModel's.
+    folder = paddle_outputs / "ernie_3_0"
+    old = shutil.copytree(folder / "model", tmp_path / "old")
+    config = json.loads((old / "config.json").read_text())
+    (old / "config.json").unlink()
+    ernie = {k: v for k, v in config.items() if k not in ("architectures", "id2label", "label2id", "model_type")}
+    (old / "model_config.json").write_text(json.dumps({
+        "init_args": [{**ernie, "init_class": "ErnieModel"}], "init_class": "ErnieForSequenceClassification",
+        "num_classes": 3}))
+    model = load_model(convert_paddle(old, model=FAMILIES["ernie_3_0"], out=tmp_path / "converted"))
+    assert _relative_errors(model, "ernie_3_0", folder)["logits"] <= TOLERANCE
