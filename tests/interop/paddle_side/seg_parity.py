@@ -1,13 +1,14 @@
 """Paddle side of the seg parity tests; runs inside .venv-paddle (paddlepaddle 3.3.1 + paddleseg 2.8.0).
 
 For each PaddleSeg family named on the command line: build the model from paddleseg's own classes with random
-weights, perturb every BatchNorm statistic and every constant-valued tensor (so that the output depends on every
-layer and a wrongly mapped or forgotten tensor shows), save ``<family>/model.pdparams``, run Paddle's eval forward
-on a fixed input and save the input and the logits (``input.npy``, ``output.npy``).
+weights, give every convolution and Linear weight unit-variance outputs and perturb every BatchNorm statistic and
+every constant-valued tensor (so that the output depends on every layer and a wrongly mapped or forgotten tensor
+shows), save ``<family>/model.pdparams``, run Paddle's eval forward on a fixed input and save the input and the
+main logits (``input.npy``, ``output.npy``), and every head's logits (``heads.npz``: the auxiliary heads too).
 
 The input is 72x104: odd feature sizes from stride 8 on (9x13, 5x7, 3x4) exercise what differs between the
-frameworks at borders (exclusive average pooling, Paddle's asymmetric 'same' padding, ceil-mode pooling,
-adaptive pooling bins, resizing by a scale factor).
+frameworks at borders (exclusive average pooling, Paddle's asymmetric 'same' padding, adaptive pooling bins,
+resizing by a scale factor).
 
     .venv-paddle/bin/python tests/interop/paddle_side/seg_parity.py OUT_DIR pp_liteseg_stdc1 unet ...
 """
