@@ -42,6 +42,8 @@ Families: :mod:`.ppyoloe` (PP-YOLOE, PP-YOLOE+ s/m/l/x), :mod:`.picodet` (PicoDe
 from oarkit.det.models import (  # noqa: F401  imported for their registrations
     picodet,  # det/picodet_{s,m,l}_{320,416}, det/picodet_l_640
     ppyoloe,  # det/ppyoloe_crn_{s,m,l,x}, det/ppyoloe_plus_crn_{s,m,l,x}
+    torchvision_models,  # det/<torchvision name>: Faster / Mask R-CNN, RetinaNet, FCOS, SSD, SSDlite
+    transformers_models,  # det/rtdetr_*, det/rtdetrv2_*, det/dfine_*
 )
 from oarkit.det.models.base import DetectionModel, check_targets, pad_targets
 from oarkit.det.models.zoo import COCO_CLASSES, LABEL_SETS, labels_of
