@@ -210,3 +210,14 @@ def test_resizing_by_a_scale_factor_keeps_the_factor(paddle_outputs: Path, tmp_p
 
     monkeypatch.setattr(torch.nn.functional, "interpolate", from_sizes)
     assert _error(model, paddle_outputs / "pp_mobileseg_tiny") > 100 * TOLERANCE
+
+
+def test_pretrained_paddle_checkpoint_converts_on_load(paddle_outputs: Path):
+    # create_model(pretrained="x.pdparams") converts through the card's mapping in memory (U-Net: Paddle 3 saves its
+    # shared classifier twice, as cls and conv, and the mapping keeps one).
+    from oarkit.core.registry import create_model
+
+    folder = paddle_outputs / "unet"
+    assert {"cls.weight", "conv.weight"} <= set(read_pdparams(folder / "model.pdparams"))
+    model = create_model("seg/unet", pretrained=str(folder / "model.pdparams"))
+    assert _error(model.eval(), folder) <= TOLERANCE
