@@ -82,7 +82,8 @@ class Trainer:
         max_iters: optimizer steps to train (PaddleSeg's ``iters``): the run stops mid-epoch when they are done,
             whatever the dataset size. A history row (losses, LR, evaluation when due) and ``last/`` are written
             at every evaluation or checkpoint interval and at the end.
-        precision: ``fp32``, ``bf16`` or ``fp16`` (autocast; a GradScaler for fp16 only).
+        precision: ``fp32``, ``bf16``, ``fp16`` (autocast; a GradScaler for fp16 only) or ``auto`` (bf16 where the
+            hardware computes it natively, fp32 elsewhere).
         optimizer: builds the optimizer from parameter groups (a ``_partial_`` config); AdamW(1e-3) if omitted.
         scheduler: builds the LR schedule as ``scheduler(optimizer, steps_per_epoch=, max_epochs=, total_steps=)``
             (``total_steps``: optimizer steps of the whole run).
@@ -115,7 +116,7 @@ class Trainer:
 
     def __init__(self, task: Task, data: DataModule, *, output_dir: str | Path = "runs/exp",
                  max_epochs: int | None = None, max_iters: int | None = None,
-                 precision: Literal["fp32", "bf16", "fp16"] = "fp32", optimizer: OptimizerFactory | None = None,
+                 precision: Literal["fp32", "bf16", "fp16", "auto"] = "fp32", optimizer: OptimizerFactory | None = None,
                  scheduler: SchedulerFactory | None = None, accumulate_grad_batches: int = 1,
                  clip_grad_norm: float | None = None, ema_decay: float | None = None, eval_every: int = 1,
                  eval_every_iters: int | None = None, checkpoint_every_iters: int | None = None,
