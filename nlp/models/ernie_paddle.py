@@ -184,7 +184,8 @@ def ernie_source_meta(src: Path, config: dict[str, Any], *, prompt_lang: str | N
 
     arch = architecture_of(config) if config else "ErnieModel"
     task = ARCHITECTURES[arch][1]
-    classes = _num_classes(config) if arch not in ("UIE", "ErnieModel") else None
+    head = ARCHITECTURES[arch][0]
+    classes = _num_classes(config) if head in ("sequence_classification", "token_classification") else None
     max_length = min(512, int(config.get("max_position_embeddings") or 512))
     meta: dict[str, Any] = {"task": task, "nlp_task": task.split("/", 1)[1], "labels": _labels(config, classes),
                             "preprocessing": {"max_length": max_length}}
