@@ -226,9 +226,10 @@ class PicoDet(DetectionModel):
         self.stride_multiple = 32
 
     def forward(self, images: torch.Tensor, targets: Sequence[Target] | None = None) -> Any:
-        feats = self.neck(self.backbone(images))
         if self.training:
             targets = check_targets(targets, images.shape[0])
+        feats = self.neck(self.backbone(images))
+        if self.training:
             return self.losses_to_dict(**self.head.forward_train(feats, targets, self.epoch))
         return self.head.forward_eval(feats)
 

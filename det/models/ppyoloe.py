@@ -321,9 +321,10 @@ class PPYOLOE(DetectionModel):
         self.stride_multiple = 32
 
     def forward(self, images: torch.Tensor, targets: Sequence[Target] | None = None) -> Any:
-        feats = self.neck(self.backbone(images))  # deep to shallow, as the head's strides (32, 16, 8)
         if self.training:
             targets = check_targets(targets, images.shape[0])
+        feats = self.neck(self.backbone(images))  # deep to shallow, as the head's strides (32, 16, 8)
+        if self.training:
             return self.losses_to_dict(**self.yolo_head.forward_train(feats, targets, self.epoch))
         return self.yolo_head.forward_eval(feats)
 

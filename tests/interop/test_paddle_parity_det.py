@@ -1,0 +1,73 @@
+"""Parity with real Paddle: PP-YOLOE+ and PicoDet built from paddledet 2.6.0's layers on paddlepaddle 3.3.1 (in
+.venv-paddle), converted with ``convert_paddle``, must give Paddle's eval outputs (the heads' raw outputs).
+
+The Paddle side (paddle_side/det_parity.py) runs once for the module in a subprocess; a missing Paddle
+environment fails these tests (``make paddle-env`` builds it), it does not skip them. RT-DETR has no Paddle side:
+paddledet 2.6.0, the newest on the package registry, predates it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from oarkit.core.engine.checkpoint import load_model_dir
+from oarkit.core.interop import convert_paddle
+
+ROOT = Path(__file__).resolve().parents[2]
+PADDLE_PYTHON = Path(os.environ.get("OARKIT_PADDLE_PYTHON", ROOT / ".venv-paddle" / "bin" / "python"))
+SCRIPT = Path(__file__).parent / "paddle_side" / "det_parity.py"
+# the Paddle side's model -> oarkit registry name (the smallest width of each family)
+FAMILIES = {"ppyoloe_plus_crn_s": "det/ppyoloe_plus_crn_s", "picodet_s_320": "det/picodet_s_320"}
+TOLERANCE = 1e-5  # max |ours - Paddle's| relative to max |Paddle's|, per output
+
+
+@pytest.fixture(scope="module")
+def paddle_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not PADDLE_PYTHON.exists():
+        pytest.fail(f"the Paddle environment is missing ({PADDLE_PYTHON}); build it with `make paddle-env`")
+    out = tmp_path_factory.mktemp("paddle_det")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    run = subprocess.run([str(PADDLE_PYTHON), str(SCRIPT), str(out), *FAMILIES], capture_output=True, text=True,
+                         timeout=900, env=env)
+    if run.returncode != 0:
+        pytest.fail(f"the Paddle side failed ({run.returncode}):\n{run.stderr[-4000:]}")
+    return out
+
+
+@pytest.mark.parametrize("paddle_name", sorted(FAMILIES))
+def test_converted_pdparams_give_paddles_head_outputs(paddle_outputs: Path, tmp_path: Path, paddle_name: str):
+    folder = paddle_outputs / paddle_name
+    out = convert_paddle(folder / "model.pdparams", model=FAMILIES[paddle_name], out=tmp_path / "converted")
+    model, meta = load_model_dir(out)
+    assert meta["model"]["name"] == FAMILIES[paddle_name] and meta["converted_from"]["format"] == "pdparams"
+    assert meta["task"] == "det"
+    with torch.no_grad():
+        ours = model.eval()(torch.from_numpy(np.load(folder / "input.npy")))
+    expected = sorted(folder.glob("output_*.npy"))
+    assert len(ours) == len(expected)
+    for i, tensor in enumerate(ours):
+        paddle = np.load(folder / f"output_{i}.npy")
+        assert tuple(tensor.shape) == paddle.shape
+        error = float(np.abs(tensor.numpy() - paddle).max() / np.abs(paddle).max())
+        print(f"{paddle_name} output {i} {list(paddle.shape)}: max abs diff {np.abs(tensor.numpy() - paddle).max():.3g}"
+              f", relative {error:.3g}")
+        assert error <= TOLERANCE
+    scores = np.load(folder / "output_0.npy")
+    assert 0.01 < np.median(scores) < 0.99  # the perturbed model's scores are not saturated: every layer shows
+
+
+def test_picodet_checkpoint_aliases_and_unused_scales_are_dropped(paddle_outputs: Path):
+    from oarkit.core.interop import apply_mapping, read_pdparams
+    from oarkit.core.registry import create_model, model_info
+
+    state = read_pdparams(paddle_outputs / "picodet_s_320" / "model.pdparams")
+    assert "head.head_cls0.weight" in state and "head.p3_feat.scale_reg" in state  # what PaddleDetection saves
+    model = create_model("det/picodet_s_320")
+    converted = apply_mapping(state, model, model_info("det/picodet_s_320").paddle_mapping)
+    np.testing.assert_array_equal(converted["head.head_cls_list.0.weight"].numpy(), state["head.head_cls0.weight"])
