@@ -166,3 +166,13 @@ def test_a_model_without_a_mapping_is_refused(paddle_outputs: Path, tmp_path: Pa
     with pytest.raises(ConfigError, match="declares no Paddle mapping.*clas/pp_lcnet_x1_0"):
         convert_paddle(paddle_outputs / "PPLCNet_x1_0" / "model.pdparams", model="clas/convnext_atto",
                        out=tmp_path / "x")
+
+
+def test_only_pp_hgnet_base_folds_a_head_dropout():
+    # PPHGNet_base's head has Dropout(0.2, downscale_in_infer); tiny and small have none (dropout_prob 0).
+    weight = np.ones((3, 4), np.float32)
+    folds = {}
+    for size in ("tiny", "small", "base"):
+        mapping = model_info(f"clas/pp_hgnet_{size}").paddle_mapping
+        folds[size] = [float(fn(weight).max()) for pattern, fn in mapping.transforms if "head\\.fc" in pattern]
+    assert folds == {"tiny": [], "small": [], "base": [pytest.approx(0.8)]}
