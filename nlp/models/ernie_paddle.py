@@ -56,6 +56,7 @@ ARCHITECTURES = {
     "ErnieForMaskedLM": ("encoder", "nlp/text_classification"),
     "ErnieForSequenceClassification": ("sequence_classification", "nlp/text_classification"),
     "ErnieForTokenClassification": ("token_classification", "nlp/token_classification"),
+    "ErnieForQuestionAnswering": ("question_answering", "nlp/question_answering"),
     "UIE": ("uie", "nlp/information_extraction"),
 }
 # Paddle's nn.TransformerEncoderLayer names -> BERT's, inside the encoder
@@ -84,8 +85,9 @@ def _encoder_prefix(model: nn.Module) -> str:
                       "map onto it")
 
 
-def _rename_onto(prefix: str, has_pooler: bool) -> Callable[[str], str | None]:
-    """A Paddle name -> target name function for an encoder at ``prefix``."""
+def _rename_onto(prefix: str, has_pooler: bool, qa: bool) -> Callable[[str], str | None]:
+    """A Paddle name -> target name function for an encoder at ``prefix`` (``qa``: the target's extractive QA head
+    is transformers' ``qa_outputs``, PaddleNLP's ``classifier``)."""
     patterns = [(re.compile(p), r) for p, r in _LAYER_RENAMES]
 
     def rename(name: str) -> str | None:
@@ -93,6 +95,8 @@ def _rename_onto(prefix: str, has_pooler: bool) -> Callable[[str], str | None]:
             inner = name[len("ernie."):]
         elif _ENCODER_NAME.match(name):  # a bare ErnieModel
             inner = name
+        elif qa and name.startswith("classifier."):
+            return "qa_outputs." + name[len("classifier."):]
         else:
             return name  # a head (classifier, linear_start, linear_end): the same names on both sides
         if inner.startswith("pooler.") and not has_pooler:
@@ -119,7 +123,7 @@ def bind_ernie(model: nn.Module) -> PaddleMapping:
     own = model.state_dict()
     config = model.config
     return PaddleMapping(
-        renames=[_rename_onto(prefix, f"{prefix}pooler.dense.weight" in own)],
+        renames=[_rename_onto(prefix, f"{prefix}pooler.dense.weight" in own, "qa_outputs.weight" in own)],
         drop=(r"^cls\.",),  # pre-training heads (masked LM, next sentence)
         transforms=[(rf"^{re.escape(prefix)}embeddings\.word_embeddings\.weight$",
                      _zero_row(int(config.pad_token_id or 0)))],

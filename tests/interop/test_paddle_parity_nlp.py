@@ -30,11 +30,12 @@ from oarkit.nlp.models.ernie_paddle import PADDLENLP_LAYER_NORM_EPS, bind_ernie,
 ROOT = Path(__file__).resolve().parents[2]
 PADDLE_PYTHON = Path(os.environ.get("OARKIT_PADDLE_PYTHON", ROOT / ".venv-paddle" / "bin" / "python"))
 SCRIPT = Path(__file__).parent / "paddle_side" / "nlp_parity.py"
-# Paddle-side family -> (oarkit registry name it converts onto, what our model returns for each Paddle output)
+# Paddle-side family (paddle_side/nlp_parity.py) -> the oarkit registry name it converts onto
 FAMILIES = {
     "ernie_1_0": "nlp/ernie_1_0_base_zh",
     "ernie_2_0_en": "nlp/ernie_2_0_base_en",
     "ernie_3_0": "nlp/ernie_3_0_medium_zh",
+    "ernie_3_0_qa": "nlp/ernie_3_0_mini_zh",
     "uie": "nlp/uie_base",
 }
 TOLERANCE = 1e-5  # max |ours - Paddle's| relative to max |Paddle's|
@@ -83,6 +84,8 @@ def _ours(model: nn.Module, family: str, inputs: dict[str, torch.Tensor]) -> dic
     if family == "uie":
         return {"start_logits": out.start_logits.numpy(), "end_logits": out.end_logits.numpy(),
                 "start_prob": out.start_logits.sigmoid().numpy(), "end_prob": out.end_logits.sigmoid().numpy()}
+    if family == "ernie_3_0_qa":
+        return {"start_logits": out.start_logits.numpy(), "end_logits": out.end_logits.numpy()}
     return {"logits": out.logits.numpy()}
 
 
@@ -170,7 +173,7 @@ def test_text_classifier_takes_the_converted_directory(paddle_outputs: Path, con
 
 
 def test_token_classifier_and_taskflow_take_converted_directories(paddle_outputs: Path, converted: dict[str, Path]):
-    from oarkit.nlp import Taskflow, TokenClassifier
+    from oarkit.nlp import QuestionAnswerer, Taskflow, TokenClassifier
 
     facts = json.loads((paddle_outputs / "uie" / "facts.json").read_text(encoding="utf-8"))
     english = np.load(paddle_outputs / "ernie_2_0_en" / "inputs.npz")["input_ids"][0]
@@ -183,6 +186,8 @@ def test_token_classifier_and_taskflow_take_converted_directories(paddle_outputs
         uie_inputs["input_ids"][0].tolist()
     (result,) = ie(facts["texts"]["text"])
     assert set(result) <= set(facts["texts"]["prompts"])
+    answer = QuestionAnswerer(converted["ernie_3_0_qa"])({"question": "选手", "context": facts["texts"]["text"]})
+    assert answer.to_dict()["answer"] in facts["texts"]["text"]
 
 
 def test_mismatched_checkpoints_are_refused(paddle_outputs: Path, tmp_path: Path):

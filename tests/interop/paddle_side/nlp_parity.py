@@ -9,7 +9,8 @@ texts with PaddleNLP's ``ErnieTokenizer`` (the second one padded), runs the eval
 (``inputs.npz``), the outputs (``outputs.npz``) and what Paddle's layers actually use (``facts.json``: every
 LayerNorm's epsilon by name, the activation).
 
-    .venv-paddle/bin/python tests/interop/paddle_side/nlp_parity.py OUT_DIR ernie_1_0 ernie_2_0_en ernie_3_0 uie
+    .venv-paddle/bin/python tests/interop/paddle_side/nlp_parity.py OUT_DIR \\
+        ernie_1_0 ernie_2_0_en ernie_3_0 ernie_3_0_qa uie
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import paddle  # noqa: E402
 from paddlenlp.transformers import (  # noqa: E402
     UIE,
     ErnieConfig,
+    ErnieForQuestionAnswering,
     ErnieForSequenceClassification,
     ErnieForTokenClassification,
     ErnieModel,
@@ -49,6 +51,9 @@ FAMILIES = {
     "ernie_3_0": (ErnieForSequenceClassification, {"hidden_act": "gelu", "type_vocab_size": 4, "use_task_id": True,
                                                    "task_type_vocab_size": 16, "max_position_embeddings": 2048,
                                                    "num_classes": 3}),
+    # ERNIE 3.0 with PaddleNLP's extractive QA head (one Linear to start and end logits)
+    "ernie_3_0_qa": (ErnieForQuestionAnswering, {"hidden_act": "gelu", "type_vocab_size": 4, "use_task_id": True,
+                                                 "task_type_vocab_size": 16, "max_position_embeddings": 2048}),
     # UIE: ERNIE 3.0 encoder with start / end pointers
     "uie": (UIE, {"hidden_act": "gelu", "type_vocab_size": 4, "use_task_id": True, "task_type_vocab_size": 16,
                   "max_position_embeddings": 2048}),
@@ -86,7 +91,7 @@ def perturb(model: paddle.nn.Layer, rng: np.random.RandomState) -> None:
 
 def encode(tokenizer: ErnieTokenizer, family: str) -> dict[str, np.ndarray]:
     """Two inputs tokenized by PaddleNLP, padded to one length (the second one is shorter)."""
-    if family == "uie":
+    if family in ("uie", "ernie_3_0_qa"):
         texts, pairs = PROMPTS, [TEXT, TEXT[:12]]
     elif family == "ernie_2_0_en":
         texts, pairs = [ENGLISH, ENGLISH[:19]], None
@@ -129,6 +134,8 @@ def main() -> None:
                 outputs = {"start_prob": out[0].numpy(), "end_prob": out[1].numpy(),
                            "start_logits": model.linear_start(hidden).squeeze(-1).numpy(),
                            "end_logits": model.linear_end(hidden).squeeze(-1).numpy()}
+            elif family == "ernie_3_0_qa":
+                outputs = {"start_logits": out[0].numpy(), "end_logits": out[1].numpy()}
             else:
                 outputs = {"logits": out.numpy()}
         np.savez(folder / "inputs.npz", **inputs)
