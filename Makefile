@@ -19,6 +19,9 @@ SEG_RUN := runs/pp_liteseg_stdc1_shapes_256x256
 NLP_DATA := data/intents
 NLP_RUN := runs/minilm_l6_text_cls
 
+OCR_DATA := data/ocr_demo
+OCR_RUN := runs/ppocrv4_rec_mobile_dotmatrix_48x320
+
 # The Paddle side of the parity tests (tests/interop): paddlepaddle 3.3.1 and the kits' wheels that carry model
 # code, in an environment of their own. paddleclas 2.6.0 pins numpy==1.24.4 (no wheel for this Python beside
 # paddle's numpy 2) and an inference front end (opencv-python<=4.6, faiss, visualdl); paddleseg 2.8.0 pins
@@ -34,7 +37,7 @@ PADDLE_STAMP := $(PADDLE_VENV)/.installed
 PADDLE_REQUIREMENTS := tests/interop/paddle_side/requirements.txt
 PADDLE_NO_DEPS := tests/interop/paddle_side/no-deps.txt
 
-.PHONY: install paddle-env demo demo-nlp demo-seg test test-slow lint clean
+.PHONY: install paddle-env demo demo-nlp demo-seg demo-ocr test test-slow lint clean
 
 install: $(STAMP)
 
@@ -94,6 +97,19 @@ demo-seg: $(STAMP)
 	$(PY) tools/predict.py $(SEG_RUN) $(SEG_DATA)/images/val/00000.jpg $(SEG_DATA)/images/val/00001.jpg \
 		$(SEG_DATA)/images/val/00002.jpg $(SEG_DATA)/images/val/00003.jpg --save-dir $(SEG_RUN)/predictions && \
 	$(PY) tools/summary.py $(SEG_RUN) --started $$start
+
+# PP-OCRv4 (Paddle's weights) reads two rendered pages (text, CER, pictures); its recognizer, poor at dot-matrix
+# lot/expiry codes, is fine-tuned on rendered ones (accuracy before and after); det + the fine-tuned rec are exported
+# to ONNX as a pipeline folder, which reads the pages again on onnxruntime.
+demo-ocr: $(STAMP)
+	@start=$$(date +%s); \
+	$(PY) -m oarkit.ocr.demo prepare --out $(OCR_DATA) && \
+	$(PY) -m oarkit.ocr.demo page $(OCR_DATA)/pages --save-dir $(OCR_RUN)/pages && \
+	$(PY) tools/train.py -c configs/ocr/ppocrv4_rec_mobile_dotmatrix_48x320.yaml data.root=$(OCR_DATA)/dotmatrix \
+		output_dir=$(OCR_RUN) && \
+	$(PY) -m oarkit.ocr.demo accuracy --data $(OCR_DATA)/dotmatrix --run $(OCR_RUN) --json $(OCR_RUN)/accuracy.json && \
+	$(PY) -m oarkit.ocr.demo export --rec $(OCR_RUN) --out $(OCR_RUN)/pipeline --pages $(OCR_DATA)/pages && \
+	$(PY) tools/summary.py $(OCR_RUN) --started $$start
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check core clas seg det ocr nlp configs tools tests bench

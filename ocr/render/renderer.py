@@ -63,6 +63,7 @@ class LineStyle:
     blur: float = 0.0                          # Gaussian blur sigma (0: none)
     color: bool = True                         # random hues rather than greys
     spacing: int = 0                           # extra pixels between characters
+    dots: int = 0                              # dot-matrix print: the dot pitch in pixels (0: solid strokes)
 
 
 def _colours(rng: random.Random, style: LineStyle) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
@@ -123,8 +124,25 @@ def render_line(text: str, *, height: int = 48, seed: int = 0, style: LineStyle 
     background, foreground = _colours(rng, style)
     image = Image.new("RGB", (max(width, height // 2), height), background)
     y = (height - (bottom - top)) / 2 - top + rng.uniform(-1.5, 1.5)
-    _draw_text(ImageDraw.Draw(image), (margin_x - left, y), text, font, foreground, style.spacing)
+    if style.dots > 0:
+        mask = Image.new("L", image.size, 0)
+        _draw_text(ImageDraw.Draw(mask), (margin_x - left, y), text, font, 255, style.spacing)
+        _dot_matrix(image, np.asarray(mask), style.dots, foreground)
+    else:
+        _draw_text(ImageDraw.Draw(image), (margin_x - left, y), text, font, foreground, style.spacing)
     return _finish(np.asarray(image), rng, style)
+
+
+def _dot_matrix(image: Image.Image, mask: np.ndarray, pitch: int, colour: tuple[int, int, int]) -> None:
+    """Draw ``mask``'s strokes as round dots on a grid of ``pitch`` pixels (a dot-matrix printer's marks)."""
+    draw = ImageDraw.Draw(image)
+    h, w = mask.shape
+    radius = max(1.0, pitch * 0.42)
+    for gy in range(0, h - pitch + 1, pitch):
+        for gx in range(0, w - pitch + 1, pitch):
+            if mask[gy:gy + pitch, gx:gx + pitch].mean() > 255 * 0.3:
+                cx, cy = gx + pitch / 2, gy + pitch / 2
+                draw.ellipse((cx - radius, cy - radius, cx + radius, cy + radius), fill=colour)
 
 
 def render_page(texts: Sequence[str] | int = 6, *, size: tuple[int, int] = (480, 640), language: str = "en",
