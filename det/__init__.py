@@ -1,8 +1,9 @@
 """oarkit.det: object detection (PaddleDetection on PyTorch).
 
 Importing the kit registers its models, its task id ``det`` (:class:`oarkit.core.kits.TaskEntry`: the task, the
-``Detector`` predictor, ``export_source``, the synthetic ``shapes_det`` dataset, the PR-curve picture) and the
-``oarkit det`` verb (convert-dataset, check-dataset), which is all the command line knows of it.
+``Detector`` predictor, ``export_source``, the synthetic ``shapes_det`` set and a rendered ``document_page``, the
+PR-curve picture) and the ``oarkit det`` verb (convert-dataset, check-dataset), which is all the command line knows
+of it.
 """
 
 from oarkit.core.data.images import IMAGE_SUFFIXES
@@ -18,6 +19,7 @@ from oarkit.det.data import (
     convert_dataset,
     prepare_det_shapes,
 )
+from oarkit.det.data.document import prepare_document_page
 from oarkit.det.export import export_source
 from oarkit.det.metrics import COCOMetric, VOCMetric
 from oarkit.det.postprocess import NMSConfig, multiclass_nms
@@ -25,7 +27,7 @@ from oarkit.det.predictor import DetectionResult, Detector
 from oarkit.det.task import DetectionTask
 
 Predictor = Detector
-DATASETS = {"shapes_det": prepare_det_shapes}
+DATASETS = {"shapes_det": prepare_det_shapes, "document_page": prepare_document_page}
 
 register_task(TaskEntry(
     task_id="det", task_class=DetectionTask, predictor=Detector, export_source=export_source, datasets=DATASETS,

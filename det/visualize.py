@@ -23,7 +23,7 @@ def draw_detections(image: np.ndarray, boxes: np.ndarray, scores: np.ndarray, cl
     canvas = np.ascontiguousarray(image.copy())
     h, w = canvas.shape[:2]
     thickness = thickness or max(1, round(min(h, w) / 300))
-    font_scale = max(0.35, min(h, w) / 900)
+    font_scale = max(0.3, min(h, w) / 1600)
     for box, score, cls in sorted(zip(boxes.tolist(), scores.tolist(), class_ids.tolist()), key=lambda t: t[1]):
         color = class_color(int(cls))
         x1, y1, x2, y2 = (int(round(v)) for v in box)
