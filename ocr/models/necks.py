@@ -30,6 +30,17 @@ def _fuse(p5: torch.Tensor, p4: torch.Tensor, p3: torch.Tensor, p2: torch.Tensor
     return torch.cat([_up(p5, 8), _up(p4, 4), _up(p3, 2), p2], dim=1)
 
 
+def _top_down(ins_conv: nn.ModuleList, feats: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """The lateral convolutions (in Paddle's order, deepest first) and the top-down sums: ``in5, out4, out3, out2``.
+
+    The order does not change the result; it lets weights exported without names map by execution order."""
+    c2, c3, c4, c5 = feats
+    in5, in4, in3, in2 = ins_conv[3](c5), ins_conv[2](c4), ins_conv[1](c3), ins_conv[0](c2)
+    out4 = in4 + _up(in5, 2)
+    out3 = in3 + _up(out4, 2)
+    return in5, out4, out3, in2 + _up(out3, 2)
+
+
 def _check(in_channels: Sequence[int], out_channels: int) -> None:
     if len(in_channels) != 4 or out_channels % 4:
         raise ValueError(f"a DB neck takes 4 features (got {len(in_channels)}) and out_channels divisible by 4 "
@@ -82,12 +93,7 @@ class RSEFPN(nn.Module):
         self.inp_conv = nn.ModuleList([RSELayer(out_channels, out_channels // 4, 3, shortcut) for _ in in_channels])
 
     def forward(self, feats: Sequence[torch.Tensor]) -> torch.Tensor:
-        c2, c3, c4, c5 = feats
-        # Paddle's order, deepest first (the result does not depend on it; mapping weights by execution order does)
-        in5, in4, in3, in2 = self.ins_conv[3](c5), self.ins_conv[2](c4), self.ins_conv[1](c3), self.ins_conv[0](c2)
-        out4 = in4 + _up(in5, 2)
-        out3 = in3 + _up(out4, 2)
-        out2 = in2 + _up(out3, 2)
+        in5, out4, out3, out2 = _top_down(self.ins_conv, feats)
         p5, p4 = self.inp_conv[3](in5), self.inp_conv[2](out4)
         p3, p2 = self.inp_conv[1](out3), self.inp_conv[0](out2)
         return _fuse(p5, p4, p3, p2)
@@ -146,11 +152,7 @@ class LKPAN(nn.Module):
                 self.add_module(f"incl{i}", IntraCLBlock(q, reduce_factor=2))
 
     def forward(self, feats: Sequence[torch.Tensor]) -> torch.Tensor:
-        c2, c3, c4, c5 = feats
-        in5, in4, in3, in2 = self.ins_conv[3](c5), self.ins_conv[2](c4), self.ins_conv[1](c3), self.ins_conv[0](c2)
-        out4 = in4 + _up(in5, 2)
-        out3 = in3 + _up(out4, 2)
-        out2 = in2 + _up(out3, 2)
+        in5, out4, out3, out2 = _top_down(self.ins_conv, feats)
         f5, f4 = self.inp_conv[3](in5), self.inp_conv[2](out4)
         f3, f2 = self.inp_conv[1](out3), self.inp_conv[0](out2)
         pan3 = f3 + self.pan_head_conv[0](f2)

@@ -17,7 +17,6 @@ once.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -25,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import paddle
 
-# PaddleClas's wheel installs ppcls inside paddleclas/, whose modules import ``ppcls`` (see clas_parity.py); once
-# that folder is on the path, ``paddleclas`` names its inner module, so it is looked up once, here.
-sys.path.insert(0, importlib.util.find_spec("paddleclas").submodule_search_locations[0])
+# PaddleClas's wheel installs ppcls inside paddleclas/, whose modules import ``ppcls``: clas_parity.py (beside this
+# script, on the path when it runs) puts that folder on the path, and its perturbation is the one used here.
+from clas_parity import perturb  # noqa: E402
 
 
 def run_inference(model_dir: str, input_path: str, output_path: str) -> None:
@@ -48,19 +47,6 @@ def run_inference(model_dir: str, input_path: str, output_path: str) -> None:
     out = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
     np.save(output_path, out)
     print(f"{folder.name}: input {list(x.shape)} -> {list(out.shape)}", flush=True)
-
-
-def perturb(layer: paddle.nn.Layer, rng: np.random.RandomState) -> None:
-    """Give BatchNorm statistics and every constant tensor (zero biases, unit scales) random values."""
-    for name, tensor in layer.state_dict().items():
-        value = tensor.numpy()
-        if name.endswith("._variance"):
-            new = rng.uniform(0.5, 2.0, value.shape)
-        elif name.endswith("._mean") or value.size == 1 or np.all(value == value.flat[0]):
-            new = rng.normal(0.0, 0.2, value.shape) + (1.0 if name.endswith(".weight") else 0.0)
-        else:
-            continue
-        tensor.set_value(new.astype(value.dtype))
 
 
 def run_lcnet(scale: str, out_dir: str) -> None:
