@@ -7,6 +7,7 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
@@ -161,3 +162,30 @@ def test_picodet_learns_one_image():
         loss.backward()
         optimizer.step()
     assert float(loss.detach()) < 0.7 * first
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["det/ppyoloe_plus_crn_s", "det/picodet_s_320"])
+def test_native_ports_export_to_onnx_with_decode(name: str, tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+
+    class Graph(torch.nn.Module):  # forward + decode, what the kit's export wraps with NMS
+        def __init__(self, model: torch.nn.Module) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return self.model.decode(self.model(x))
+
+    model = create_model(name).eval()
+    if hasattr(model, "reparameterize"):
+        model.reparameterize()
+    x = torch.rand(1, 3, 128, 96)
+    path = tmp_path / "model.onnx"
+    torch.onnx.export(Graph(model), (x,), str(path), dynamo=True, external_data=False)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    outputs = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    with torch.no_grad():
+        expected = Graph(model)(x)
+    for ours, eager in zip(outputs, expected):
+        np.testing.assert_allclose(ours, eager.numpy(), atol=1e-4, rtol=1e-4)

@@ -16,29 +16,27 @@ no ``ppdet/modeling/transformers/rtdetr_transformer.py`` nor ``hybrid_encoder.py
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
 import paddle
 
+sys.path.insert(0, str(Path(__file__).parent))
+from clas_parity import perturb as perturb_constants  # noqa: E402
+
 INPUT_SHAPE = (2, 3, 160, 160)
 
 
 def perturb(layer: paddle.nn.Layer, rng: np.random.RandomState) -> None:
-    """Give BatchNorm statistics and every constant tensor random values (as the clas parity does), but small ones
-    for constant convolution kernels: the heads start from all-zero kernels, which N(0, 0.2) would turn into
+    """The clas parity's perturbation (BatchNorm statistics and every constant tensor), after giving constant
+    convolution kernels small random values: the heads start from all-zero kernels, which N(0, 0.2) would turn into
     saturated sigmoids that hide every difference."""
-    for name, tensor in layer.state_dict().items():
+    for tensor in layer.state_dict().values():
         value = tensor.numpy()
-        if name.endswith("._variance"):
-            new = rng.uniform(0.5, 2.0, value.shape)
-        elif value.ndim > 1 and np.all(value == value.flat[0]):
-            new = rng.normal(0.0, 0.01, value.shape)
-        elif name.endswith("._mean") or value.size == 1 or np.all(value == value.flat[0]):
-            new = rng.normal(0.0, 0.2, value.shape) + (1.0 if name.endswith(".weight") else 0.0)
-        else:
-            continue
-        tensor.set_value(new.astype(value.dtype))
+        if value.ndim > 1 and np.all(value == value.flat[0]):
+            tensor.set_value(rng.normal(0.0, 0.01, value.shape).astype(value.dtype))
+    perturb_constants(layer, rng)
 
 
 class Architecture(paddle.nn.Layer):
