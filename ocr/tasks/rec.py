@@ -81,17 +81,23 @@ class TextRecognitionTask(Task):
         model: a registry name (``ocr/ppocrv4_rec_mobile``) or a factory taking ``num_classes``.
         pretrained: load the registered weights (``True``) or a local file; a dictionary of another size keeps
             the backbone and re-initialises the heads.
-        guidance_weight: weight of the guidance head's loss (NRTR / SAR) beside CTC (PaddleOCR: 1.0).
+        guidance_weight: weight of the guidance head's loss (NRTR / SAR) beside CTC (PaddleOCR: 1.0). Fine-tuning
+            from Paddle's inference weights, whose guidance head is not released (it starts from random), 0 keeps
+            its random gradients out of the trained backbone.
         nrtr_smoothing: label smoothing of the NRTR loss (PaddleOCR: 0.1).
+        freeze_norm: keep batch-norm statistics and affine parameters as loaded (small fine-tuning batches of
+            one domain would otherwise drag the statistics away from what the weights were trained with).
     """
 
     task_id = "ocr/rec"
 
     def __init__(self, model: str | Callable[..., nn.Module] = "ocr/ppocrv4_rec_mobile", *,
-                 pretrained: bool | str = False, guidance_weight: float = 1.0, nrtr_smoothing: float = 0.1) -> None:
+                 pretrained: bool | str = False, guidance_weight: float = 1.0, nrtr_smoothing: float = 0.1,
+                 freeze_norm: bool = False) -> None:
         self.model_factory = model_factory(model, pretrained=pretrained)
         self.ctc = CTCLoss()
         self.guidance_weight = float(guidance_weight)
+        self.freeze_norm = bool(freeze_norm)
         self.nrtr_loss = SequenceCELoss(ignore_index=NRTR_PAD, smoothing=nrtr_smoothing)
         self.dictionary: CharDictionary | None = None
         self.preprocessing: dict[str, Any] = {}
@@ -110,6 +116,10 @@ class TextRecognitionTask(Task):
             dictionary = data.dictionary
             model = self.model_factory(num_classes=dictionary.num_classes)
             data.configure(height=getattr(model, "image_height", None))
+        if self.freeze_norm:
+            for module in model.modules():
+                if isinstance(module, nn.modules.batchnorm._BatchNorm):
+                    module.requires_grad_(False)
         classes = getattr(model, "num_classes", dictionary.num_classes)
         if classes != dictionary.num_classes:
             raise ConfigError(f"the recognizer has {classes} classes but the dictionary {dictionary.name!r} has "
@@ -136,6 +146,10 @@ class TextRecognitionTask(Task):
 
     # -- steps ------------------------------------------------------------------------------------------------
     def training_step(self, model: nn.Module, batch: Any) -> dict[str, torch.Tensor]:
+        if self.freeze_norm:  # the Trainer puts the model in training mode; the statistics stay as loaded
+            for module in model.modules():
+                if isinstance(module, nn.modules.batchnorm._BatchNorm):
+                    module.eval()
         out = model(batch["image"], batch["targets"])
         if not isinstance(out, dict) or "ctc" not in out:
             raise ConfigError(f"{type(model).__name__} in training mode must return {{'ctc': logits, ...}}")
@@ -143,11 +157,11 @@ class TextRecognitionTask(Task):
         loss_ctc = self.ctc(out["ctc"], targets["label_ctc"], targets["length"])
         logs = {"loss_ctc": loss_ctc.detach()}
         total = loss_ctc
-        if "nrtr" in out:
+        if "nrtr" in out and self.guidance_weight:
             loss_g = self.nrtr_loss(out["nrtr"], targets["label_gtc"][:, 1:])
             logs["loss_nrtr"] = loss_g.detach()
             total = total + self.guidance_weight * loss_g
-        if "sar" in out:
+        if "sar" in out and self.guidance_weight:
             pad = self.dictionary.num_classes + 1 if self.dictionary else 0  # chars + <UKN>, <BOS/EOS>, <PAD>
             loss_g = SequenceCELoss(ignore_index=pad)(out["sar"][:, :-1], targets["label_sar"][:, 1:])
             logs["loss_sar"] = loss_g.detach()

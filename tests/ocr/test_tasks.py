@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from oarkit.core.config import build_trainer, load_config
 from oarkit.core.engine.evaluation import evaluate_run
@@ -43,3 +44,19 @@ def test_cls_recipe_trains_and_predicts_through_the_entry(rec_root, quick):
     assert summary["main_indicator"] == "acc" and 0 <= summary["best_metric"] <= 1
     assert evaluate_run(summary["output_dir"])["acc"] == pytest.approx(summary["best_metric"])
     assert task_entry("ocr/cls").task_class.__name__ == "TextOrientationTask"
+
+
+def test_frozen_norm_keeps_the_loaded_statistics(rec_root):
+    from torch import nn
+
+    from oarkit.ocr import OCRRecData, TextRecognitionTask
+
+    task = TextRecognitionTask("ocr/rec_mv3_bilstm_ctc", freeze_norm=True)
+    data = OCRRecData(root=str(rec_root), dictionary="en", height=32, width=64, batch_size=2)
+    model = task.setup(data).train()
+    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    before = [m.running_mean.clone() for m in norms]
+    batch = task.collate([data.train_dataset()[i] for i in range(2)])
+    task.training_step(model, batch)["loss"].backward()
+    assert norms and all(torch.equal(b, m.running_mean) for b, m in zip(before, norms))
+    assert all(m.weight.grad is None for m in norms if m.weight is not None)
