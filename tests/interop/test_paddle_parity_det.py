@@ -2,12 +2,14 @@
 .venv-paddle), converted with ``convert_paddle``, must give Paddle's eval outputs (the heads' raw outputs).
 
 The Paddle side (paddle_side/det_parity.py) runs once for the module in a subprocess; a missing Paddle
-environment fails these tests (``make paddle-env`` builds it), it does not skip them. RT-DETR has no Paddle side:
+environment fails these tests (``make paddle-env`` builds it), it does not skip them. Beside the eval outputs, the
+heads' training losses are compared before and after the ATSS -> task-aligned switch. RT-DETR has no Paddle side:
 paddledet 2.6.0, the newest on the package registry, predates it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -60,6 +62,32 @@ def test_converted_pdparams_give_paddles_head_outputs(paddle_outputs: Path, tmp_
         assert error <= TOLERANCE
     scores = np.load(folder / "output_0.npy")
     assert 0.01 < np.median(scores) < 0.99  # the perturbed model's scores are not saturated: every layer shows
+
+
+@pytest.mark.parametrize("paddle_name", sorted(FAMILIES))
+def test_training_losses_equal_paddles_before_and_after_the_assigner_switch(paddle_outputs: Path, paddle_name: str):
+    # The head's losses on the same features and ground truths: ATSS assignment at epoch 0, task-aligned after the
+    # switch; varifocal, GIoU and DFL (and PP-YOLOE's logged L1) as PaddleDetection computes them.
+    from oarkit.core.interop import apply_mapping, read_pdparams
+    from oarkit.core.registry import create_model, model_info
+
+    folder = paddle_outputs / paddle_name
+    name = FAMILIES[paddle_name]
+    model = create_model(name).eval()
+    model.load_state_dict(apply_mapping(read_pdparams(folder / "model.pdparams"), model,
+                                        model_info(name).paddle_mapping), strict=False)
+    gt = np.load(folder / "targets.npz")
+    targets = [{"boxes": torch.from_numpy(b[m[:, 0] > 0]), "labels": torch.from_numpy(c[m[:, 0] > 0, 0])}
+               for b, c, m in zip(gt["gt_bbox"], gt["gt_class"], gt["pad_gt_mask"])]
+    expected = json.loads((folder / "losses.json").read_text())
+    head = model.yolo_head if hasattr(model, "yolo_head") else model.head
+    with torch.no_grad():
+        feats = model.neck(model.backbone(torch.from_numpy(np.load(folder / "input.npy"))))
+        for epoch, paddle_losses in expected.items():
+            ours = head.forward_train(feats, targets, int(epoch))
+            for key, value in paddle_losses.items():
+                print(f"{paddle_name} epoch {epoch} {key}: Paddle {value:.6g}, ours {float(ours[key]):.6g}")
+                assert abs(float(ours[key]) - value) <= 1e-5 * abs(value) + 1e-6, (epoch, key)
 
 
 def test_picodet_checkpoint_aliases_and_unused_scales_are_dropped(paddle_outputs: Path):

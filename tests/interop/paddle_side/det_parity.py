@@ -3,9 +3,10 @@
 For each model named on the command line: build it from paddledet's layers as PaddleDetection's configs do, with
 random weights, perturb every BatchNorm statistic and every constant-valued tensor (so that the output depends on
 every layer), save ``<name>/model.pdparams``, run Paddle's eval forward on a fixed input and save the input and the
-head's outputs (``input.npy``, ``output_<i>.npy``). The module paths are those of PaddleDetection's architectures
-(``YOLOv3``: ``backbone``, ``neck``, ``yolo_head``; ``PicoDet``: ``backbone``, ``neck``, ``head``), so the saved
-state dict is what a PaddleDetection checkpoint of the model holds.
+head's outputs (``input.npy``, ``output_<i>.npy``), then the head's training losses on fixed ground truths before
+and after the assigner switch (``targets.npz``, ``losses.json``). The module paths are those of PaddleDetection's
+architectures (``YOLOv3``: ``backbone``, ``neck``, ``yolo_head``; ``PicoDet``: ``backbone``, ``neck``, ``head``), so
+the saved state dict is what a PaddleDetection checkpoint of the model holds.
 
 RT-DETR is not here: paddledet 2.6.0, the newest paddledet on the package registry, predates it (its wheel has
 no ``ppdet/modeling/transformers/rtdetr_transformer.py`` nor ``hybrid_encoder.py``).
@@ -16,6 +17,7 @@ no ``ppdet/modeling/transformers/rtdetr_transformer.py`` nor ``hybrid_encoder.py
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -91,6 +93,37 @@ def picodet_s_320() -> Architecture:
 
 
 MODELS = {"ppyoloe_plus_crn_s": ppyoloe_plus_crn_s, "picodet_s_320": picodet_s_320}
+#: padded ground truths of the loss check (image 1 has one box and a padding row); saved beside the outputs
+GT_BBOX = np.array([[[10, 12, 90, 100], [60, 50, 150, 140]], [[5, 5, 60, 70], [0, 0, 0, 0]]], "float32")
+GT_CLASS = np.array([[[3], [17]], [[0], [0]]], "int64")
+PAD_GT_MASK = np.array([[[1], [1]], [[1], [0]]], "float32")
+#: an epoch before the ATSS -> task-aligned switch and one after it (30 for PP-YOLOE+, 100 for PicoDet)
+EPOCHS = (0, 200)
+
+
+def training_losses(model: Architecture, x: np.ndarray) -> dict[str, dict[str, float]]:
+    """The head's training losses on the fixed ground truths at each of :data:`EPOCHS`, BatchNorm in eval mode (its
+    running statistics, as on our side). The assigners are injected as the configs do (ATSS top 9 for PP-YOLOE,
+    top 4 for PicoDet; task-aligned top 13, alpha 1, beta 6). Labels go in as int64: PaddleDetection's readers
+    give int32 ``gt_class``, which the assigners' ``argmax`` (int64) indexing refuses on Paddle 3.3.1 ("Type
+    promotion only support calculations between floating-point numbers", the training failure the interop issue
+    reports)."""
+    from ppdet.modeling.assigners import ATSSAssigner, TaskAlignedAssigner
+
+    head = getattr(model, model.head_name)
+    head.static_assigner = ATSSAssigner(topk=9 if model.head_name == "yolo_head" else 4, num_classes=80)
+    head.assigner = TaskAlignedAssigner(topk=13, alpha=1.0, beta=6.0)
+    gt = {"gt_bbox": paddle.to_tensor(GT_BBOX), "gt_class": paddle.to_tensor(GT_CLASS),
+          "pad_gt_mask": paddle.to_tensor(PAD_GT_MASK), "im_id": paddle.to_tensor([[0], [1]])}
+    feats = model.neck(model.backbone({"image": paddle.to_tensor(x)}))
+    losses = {}
+    for epoch in EPOCHS:
+        if model.head_name == "yolo_head":
+            out = head.forward_train(feats, {**gt, "epoch_id": epoch})
+        else:
+            out = head.get_loss(head.forward_train(feats), {**gt, "epoch_id": epoch})
+        losses[str(epoch)] = {k: float(v) for k, v in out.items()}
+    return losses
 
 
 def main() -> None:
@@ -115,6 +148,8 @@ def main() -> None:
         np.save(folder / "input.npy", x)
         for i, y in enumerate(outputs):
             np.save(folder / f"output_{i}.npy", y.numpy())
+        np.savez(folder / "targets.npz", gt_bbox=GT_BBOX, gt_class=GT_CLASS, pad_gt_mask=PAD_GT_MASK)
+        (folder / "losses.json").write_text(json.dumps(training_losses(model, x)))
         print(f"{name}: outputs {[list(y.shape) for y in outputs]}", flush=True)
 
 
