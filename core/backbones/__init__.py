@@ -16,11 +16,12 @@ file states the Paddle class it mirrors and its path scheme. Re-parameterizable 
 
 Families: :mod:`~oarkit.core.backbones.resnet_vd` (ResNet-vd, PaddleSeg / PaddleOCR), :mod:`~.stdcnet` (STDC),
 :mod:`~.hrnet` (HRNet, PaddleSeg), :mod:`~.mobilenet_v3` (PaddleClas and PaddleOCR det / rec layouts),
-:mod:`~.pp_lcnet` (PP-LCNet, PP-LCNetV3), and :mod:`~.layers` (conv-BN-activation blocks, SE, Paddle's
-hardsigmoid and 'same' padding).
+:mod:`~.pp_lcnet` (PP-LCNet, PP-LCNetV3), :mod:`~.cspresnet` (CSPRepResNet, PP-YOLOE), and :mod:`~.layers`
+(conv-BN-activation blocks, SE, Paddle's hardsigmoid and 'same' padding).
 """
 
 from oarkit.core.backbones.base import Backbone, FeatureInfo
+from oarkit.core.backbones.cspresnet import CSPResNet
 from oarkit.core.backbones.hrnet import HRNet, HRNet_W18, HRNet_W48
 from oarkit.core.backbones.mobilenet_v3 import DetMobileNetV3, MobileNetV3, RecMobileNetV3
 from oarkit.core.backbones.pp_lcnet import PPLCNet, PPLCNetV3
@@ -28,7 +29,7 @@ from oarkit.core.backbones.resnet_vd import ResNet18_vd, ResNet34_vd, ResNet50_v
 from oarkit.core.backbones.stdcnet import STDC1, STDC2, STDCNet
 
 __all__ = [
-    "STDC1", "STDC2", "Backbone", "DetMobileNetV3", "FeatureInfo", "HRNet", "HRNet_W18", "HRNet_W48", "MobileNetV3",
-    "PPLCNet", "PPLCNetV3", "RecMobileNetV3", "ResNet18_vd", "ResNet34_vd", "ResNet50_vd", "ResNet101_vd",
-    "ResNet_vd", "STDCNet",
+    "STDC1", "STDC2", "Backbone", "CSPResNet", "DetMobileNetV3", "FeatureInfo", "HRNet", "HRNet_W18", "HRNet_W48",
+    "MobileNetV3", "PPLCNet", "PPLCNetV3", "RecMobileNetV3", "ResNet18_vd", "ResNet34_vd", "ResNet50_vd",
+    "ResNet101_vd", "ResNet_vd", "STDCNet",
 ]
