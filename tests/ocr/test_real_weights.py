@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import cv2
@@ -217,3 +218,31 @@ def test_ppocrv5_mobile_mapped_by_execution_order_matches_onnxruntime():
     texts = [d.text for d in ctc_greedy_decode(ours, dictionary)]
     assert texts == [d.text for d in ctc_greedy_decode(reference, dictionary)]
     assert sum(t.replace(" ", "") == line.replace(" ", "") for t, line in zip(texts, LINES)) >= 3, texts
+
+
+#: rapidocr-onnxruntime 1.2.3 ships PP-OCRv3 det and rec as ONNX; make install keeps its wheel beside 1.4.4
+V3_WHEEL = Path(sys.prefix) / "ocr-wheels" / "rapidocr_onnxruntime-1.2.3-py3-none-any.whl"
+
+
+@pytest.mark.parametrize(("name", "member", "shape"), [
+    ("ocr/ppocrv3_det_mobile", "ch_PP-OCRv3_det_infer.onnx", (1, 3, 96, 128)),
+    ("ocr/ppocrv3_rec_mobile", "ch_PP-OCRv3_rec_infer.onnx", (2, 3, 48, 160)),
+])
+def test_ppocrv3_mobile_ports_match_onnxruntime(tmp_path: Path, name: str, member: str, shape: tuple[int, ...]):
+    # The PP-OCRv3 ports (MobileNetV3 without SE + RSE-FPN; MobileNetV1-enhance + SVTR neck) given the released
+    # weights by execution order from PaddleOCR's ONNX export: the architecture matches layer for layer.
+    import zipfile
+
+    from oarkit.ocr.models.onnx_order import map_by_execution_order
+
+    assert V3_WHEEL.is_file(), f"{V3_WHEEL} is missing (make install downloads it)"
+    with zipfile.ZipFile(V3_WHEEL) as wheel:
+        path = tmp_path / member
+        path.write_bytes(wheel.read(f"rapidocr_onnxruntime/models/{member}"))
+    model = create_model(name).eval()
+    model.load_state_dict(map_by_execution_order(model, path, torch.zeros(1, *shape[1:])), strict=False)
+    x = np.random.RandomState(0).uniform(-1, 1, shape).astype(np.float32)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    ours, reference = _ours(model, x), session.run(None, {session.get_inputs()[0].name: x})[0]
+    print(f"{name}: max abs diff {np.abs(ours - reference).max():.3g}")
+    np.testing.assert_allclose(ours, reference, atol=1e-5 if "det" in name else 1e-4)
