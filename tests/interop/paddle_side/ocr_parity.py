@@ -51,24 +51,32 @@ def run_inference(model_dir: str, input_path: str, output_path: str) -> None:
     print(f"{folder.name}: input {list(x.shape)} -> {list(out.shape)}", flush=True)
 
 
-def run_lcnet(scale: str, out_dir: str) -> None:
-    from ppcls.arch.backbone.legendary_models import pp_lcnet
-
+def _random_model(build, out_dir: str, shape: tuple[int, ...]) -> tuple[paddle.nn.Layer, np.ndarray, Path]:
+    """A model built with a fixed seed, perturbed and in eval mode, a fixed input, and the output folder holding
+    ``model.pdparams`` and ``input.npy``."""
     paddle.seed(0)
     rng = np.random.RandomState(0)
-    model = getattr(pp_lcnet, f"PPLCNet_x{scale.replace('.', '_')}")(class_num=2)
+    model = build()
     perturb(model, rng)
     model.eval()
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    x = rng.uniform(-2.0, 2.0, (2, 3, 80, 160)).astype("float32")
+    x = rng.uniform(-2.0, 2.0, shape).astype("float32")
+    paddle.save(model.state_dict(), str(folder / "model.pdparams"))
+    np.save(folder / "input.npy", x)
+    return model, x, folder
+
+
+def run_lcnet(scale: str, out_dir: str) -> None:
+    from ppcls.arch.backbone.legendary_models import pp_lcnet
+
+    build = getattr(pp_lcnet, f"PPLCNet_x{scale.replace('.', '_')}")
+    model, x, folder = _random_model(lambda: build(class_num=2), out_dir, (2, 3, 80, 160))
     with paddle.no_grad():
         y = model(paddle.to_tensor(x)).numpy()
         features = model.conv1(paddle.to_tensor(x))
         for name in ("blocks2", "blocks3", "blocks4", "blocks5", "blocks6"):
             features = getattr(model, name)(features)
-    paddle.save(model.state_dict(), str(folder / "model.pdparams"))
-    np.save(folder / "input.npy", x)
     np.save(folder / "output.npy", y)
     np.save(folder / "features.npy", features.numpy())
     print(f"PPLCNet_x{scale}: output {list(y.shape)}", flush=True)
@@ -79,25 +87,13 @@ def run_hgnet(out_dir: str) -> None:
     layout (stem, max pool, stages) on a fixed input."""
     from ppcls.arch.backbone.legendary_models import pp_hgnet
 
-    paddle.seed(0)
-    rng = np.random.RandomState(0)
-    model = pp_hgnet.PPHGNet_small(class_num=10)
-    perturb(model, rng)
-    model.eval()
-    folder = Path(out_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    x = rng.uniform(-2.0, 2.0, (2, 3, 64, 96)).astype("float32")
+    model, x, folder = _random_model(lambda: pp_hgnet.PPHGNet_small(class_num=10), out_dir, (2, 3, 64, 96))
     with paddle.no_grad():
         y = model.pool(model.stem(paddle.to_tensor(x)))
-        features = []
-        for stage in model.stages:
+        for i, stage in enumerate(model.stages):
             y = stage(y)
-            features.append(y.numpy())
-    paddle.save(model.state_dict(), str(folder / "model.pdparams"))
-    np.save(folder / "input.npy", x)
-    for i, f in enumerate(features):
-        np.save(folder / f"stage{i}.npy", f)
-    print(f"PPHGNet_small: stages {[list(f.shape) for f in features]}", flush=True)
+            np.save(folder / f"stage{i}.npy", y.numpy())
+    print("PPHGNet_small: four stages", flush=True)
 
 
 def main() -> None:
