@@ -109,7 +109,7 @@ def _lcnet_card(scale: str, top1: float | None) -> dict[str, Any]:
         "task": "ocr/cls", "num_classes": 2, "label_names": "text_orientation_0_180",
         "input_spec": ImageInput(size=(80, 160), mean=IMAGENET_MEAN, std=IMAGENET_STD), "family": "pp_lcnet_ori",
         "paper": PAPER_LCNET, "classifier": ("head.fc",), "test_input_size": (3, 80, 160),
-        "metrics": {"top1_acc": top1} if top1 is not None else {}, "metrics_source": PADDLEX_ORI if top1 else "",
+        "metrics": {"top1": top1} if top1 is not None else {}, "metrics_source": PADDLEX_ORI if top1 else "",
         # PaddleX's inference models (Paddle 3 PIR programs) come without .pdiparams.info, so their tensors have no
         # layer names: the training checkpoint, a PaddleClas state dict, is the one that converts
         "weights": PretrainedWeights(
