@@ -178,8 +178,8 @@ def _register(name: str, family: str, paper: str, backbone: tuple[Any, ...], ove
                                     format="pdparams", license="Apache-2.0", source=f"PaddleDetection ({source})")
         where = "PaddleDetection configs/rtdetr/README.md (COCO val2017)"
     register_model(f"det/{name}", factory, task="det", family=family, paper=paper, num_classes=len(COCO_CLASSES),
-                   label_names="coco", classifier=("model.class_embed", "model.model.enc_score_head",
-                                                   "model.model.denoising_class_embed"),
+                   label_names="coco", classifier=("model.class_embed", "model.model.decoder.class_embed",
+                                                   "model.model.enc_score_head", "model.model.denoising_class_embed"),
                    metrics={"coco_map": coco_map}, metrics_source=where, weights=weights,
                    input_spec=DetectorInput(size=(640, 640), stride_multiple=32, mean=(0.0, 0.0, 0.0),
                                             std=(1.0, 1.0, 1.0)),

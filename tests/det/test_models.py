@@ -189,3 +189,14 @@ def test_native_ports_export_to_onnx_with_decode(name: str, tmp_path):
         expected = Graph(model)(x)
     for ours, eager in zip(outputs, expected):
         np.testing.assert_allclose(ours, eager.numpy(), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in FAST else pytest.mark.slow) for n in NAMES])
+def test_another_class_count_changes_only_the_cards_head(name: str):
+    # pretrained=True with another num_classes keeps everything but the card's classifier modules
+    card = model_info(name)
+    ours = create_model(name, num_classes=NUM_CLASSES).state_dict()
+    released = create_model(name).state_dict()
+    changed = [k for k, v in ours.items() if released[k].shape != v.shape]
+    assert changed
+    assert all(any(k == h or k.startswith(h + ".") for h in card.classifier) for k in changed), changed
