@@ -28,6 +28,7 @@ SCRIPT = Path(__file__).parent / "paddle_side" / "det_parity.py"
 FAMILIES = {"ppyoloe_plus_crn_s": "det/ppyoloe_plus_crn_s", "ppyoloe_crn_s": "det/ppyoloe_crn_s",
             "picodet_s_320": "det/picodet_s_320", "picodet_lcnet_x1_0_layout": "det/picodet_lcnet_x1_0_layout"}
 WITH_LOSSES = ("ppyoloe_plus_crn_s", "ppyoloe_crn_s", "picodet_s_320")  # the layout PicoDet trained with SimOTA
+WITH_INFERENCE_MODEL = "ppyoloe_plus_crn_s"  # also saved with paddle.jit.save (what PaddleDetection deploys)
 TOLERANCE = 1e-5  # max |ours - Paddle's| relative to max |Paddle's|, per output
 
 
@@ -37,8 +38,8 @@ def paddle_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.fail(f"the Paddle environment is missing ({PADDLE_PYTHON}); build it with `make paddle-env`")
     out = tmp_path_factory.mktemp("paddle_det")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    run = subprocess.run([str(PADDLE_PYTHON), str(SCRIPT), str(out), *FAMILIES], capture_output=True, text=True,
-                         timeout=900, env=env)
+    run = subprocess.run([str(PADDLE_PYTHON), str(SCRIPT), str(out), *FAMILIES, "--inference", WITH_INFERENCE_MODEL],
+                         capture_output=True, text=True, timeout=900, env=env)
     if run.returncode != 0:
         pytest.fail(f"the Paddle side failed ({run.returncode}):\n{run.stderr[-4000:]}")
     return out
@@ -90,6 +91,20 @@ def test_training_losses_equal_paddles_before_and_after_the_assigner_switch(padd
             for key, value in paddle_losses.items():
                 print(f"{paddle_name} epoch {epoch} {key}: Paddle {value:.6g}, ours {float(ours[key]):.6g}")
                 assert abs(float(ours[key]) - value) <= 1e-5 * abs(value) + 1e-6, (epoch, key)
+
+
+def test_inference_model_converts_to_the_same_outputs(paddle_outputs: Path, tmp_path: Path):
+    # Paddle Inference cannot run this program on 3.3.1 (see det_parity.save_inference_model): the weights read
+    # from inference.pdiparams + .pdiparams.info give the dygraph model's outputs.
+    folder = paddle_outputs / WITH_INFERENCE_MODEL
+    out = convert_paddle(folder / "inference", model=FAMILIES[WITH_INFERENCE_MODEL], out=tmp_path / "converted")
+    model, meta = load_model_dir(out)
+    assert meta["converted_from"]["format"] == "inference_model"
+    with torch.no_grad():
+        ours = model.eval()(torch.from_numpy(np.load(folder / "input.npy")))
+    for i, tensor in enumerate(ours):
+        paddle = np.load(folder / f"output_{i}.npy")
+        assert float(np.abs(tensor.numpy() - paddle).max() / np.abs(paddle).max()) <= TOLERANCE
 
 
 def test_picodet_checkpoint_aliases_and_unused_scales_are_dropped(paddle_outputs: Path):

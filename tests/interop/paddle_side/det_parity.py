@@ -11,13 +11,15 @@ the saved state dict is what a PaddleDetection checkpoint of the model holds.
 RT-DETR is not here: paddledet 2.6.0, the newest paddledet on the package registry, predates it (its wheel has
 no ``ppdet/modeling/transformers/rtdetr_transformer.py`` nor ``hybrid_encoder.py``).
 
-    .venv-paddle/bin/python tests/interop/paddle_side/det_parity.py OUT_DIR ppyoloe_plus_crn_s picodet_s_320
+    .venv-paddle/bin/python tests/interop/paddle_side/det_parity.py OUT_DIR ppyoloe_plus_crn_s picodet_s_320 \\
+        --inference ppyoloe_plus_crn_s
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import sys
 from pathlib import Path
 
@@ -154,11 +156,27 @@ def training_losses(model: Architecture, x: np.ndarray) -> dict[str, dict[str, f
     return losses
 
 
+def save_inference_model(model: Architecture, folder: Path) -> None:
+    """``paddle.jit.save`` the model (Paddle 3: ``inference.json`` + ``inference.pdiparams``) with the
+    ``.pdiparams.info`` older Paddle releases wrote (see clas_parity.py). Paddle Inference itself cannot run this
+    program on 3.3.1: CSPRepResNet's ``if self.alpha:`` becomes a PIR ``if`` whose regions the predictor refuses
+    ("The size 0 of regions must be equal to 2"), so the test compares the converted weights with the dygraph
+    outputs instead."""
+    prefix = str(folder / "inference" / "inference")
+    paddle.jit.save(model, prefix, input_spec=[paddle.static.InputSpec([None, *INPUT_SHAPE[1:]], "float32")])
+    info = {t.name: {"structured_name": k, "stop_gradient": t.stop_gradient, "trainable": not t.stop_gradient}
+            for k, t in model.state_dict().items()}
+    with open(prefix + ".pdiparams.info", "wb") as f:
+        pickle.dump(info, f, protocol=2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("models", nargs="+", choices=sorted(MODELS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--inference", action="append", default=[], choices=sorted(MODELS), metavar="NAME",
+                        help="also save this model as an inference model (repeatable)")
     args = parser.parse_args()
     paddle.set_device("cpu")
     for name in args.models:
@@ -176,6 +194,8 @@ def main() -> None:
         np.save(folder / "input.npy", x)
         for i, y in enumerate(outputs):
             np.save(folder / f"output_{i}.npy", y.numpy())
+        if name in args.inference:
+            save_inference_model(model, folder)
         if name in WITH_LOSSES:
             np.savez(folder / "targets.npz", gt_bbox=GT_BBOX, gt_class=GT_CLASS, pad_gt_mask=PAD_GT_MASK)
             (folder / "losses.json").write_text(json.dumps(training_losses(model, x)))
