@@ -79,6 +79,11 @@ class DetectionTask(Task):
         if h % self.stride_multiple or w % self.stride_multiple:
             raise ConfigError(f"data.size={[h, w]}: both sides must be multiples of {self.stride_multiple} for "
                               f"{name or 'this model'}")
+        bad = [list(size) for size in getattr(data, "multi_scale", []) if size[0] % self.stride_multiple
+               or size[1] % self.stride_multiple]
+        if bad:
+            raise ConfigError(f"data.multi_scale has sizes {bad} that are not multiples of {self.stride_multiple}, "
+                              f"which {name or 'this model'} needs; round them to multiples of {self.stride_multiple}")
         model = self.model_factory(num_classes=len(self.labels))
         logger.info("model %s with %d classes (%.2fM parameters)", name or type(model).__name__, len(self.labels),
                     sum(p.numel() for p in model.parameters()) / 1e6)

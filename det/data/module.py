@@ -111,6 +111,8 @@ class DetectionData(DataModule):
             raise DataError(f"{self.root} ({split}) names no classes; COCO needs categories, VOC a label_list.txt, "
                             "YOLO names: in its data yaml")
         records, _ = check_records(records, len(self._classes), action=self.check, source=f"{self.root} ({split})")
+        # A box of an unknown category has no class to learn or score: even a reporting check leaves it out.
+        records = [r if (r.labels >= 0).all() else r.select(r.labels >= 0) for r in records]
         if split == "train" and self.skip_empty:
             kept = [r for r in records if (~r.iscrowd).any()]
             if len(kept) < len(records):
