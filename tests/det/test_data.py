@@ -84,3 +84,15 @@ def test_classes_and_batches_from_the_data_module(det_shapes_root):
     image, target96 = data96.val_dataset()[0]
     assert image.shape == (3, 96, 128)
     np.testing.assert_allclose(target96["boxes"].numpy(), target["boxes"].numpy() * [2, 1.5, 2, 1.5], rtol=1e-5)
+
+
+def test_vocdevkit_id_lists(det_shapes_root, tmp_path):
+    convert_dataset("coco", det_shapes_root, "voc", tmp_path, splits=("val",))
+    year = tmp_path / "VOCdevkit" / "VOC2007"
+    ids = [p.stem for p in sorted((year / "Annotations").glob("*.xml"))]
+    (year / "ImageSets" / "Main").mkdir(parents=True)
+    (year / "ImageSets" / "Main" / "test.txt").write_text("\n".join(ids) + "\n")
+    by_ids, classes = read_split("voc", tmp_path, "val", list_file=str(year / "ImageSets" / "Main" / "test.txt"))
+    by_pairs, _ = read_split("voc", tmp_path, "val")
+    assert classes == list(CLASSES)
+    _same(by_ids, by_pairs)

