@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from oarkit.core.cli import main
 from oarkit.core.config import build_trainer, load_config
 from oarkit.core.engine.evaluation import evaluate_run
 from oarkit.core.kits import task_entry
@@ -39,11 +40,17 @@ def test_rec_recipe_trains_one_step_with_ctc_and_nrtr(rec_root, quick):
     assert again["acc"] == pytest.approx(summary["best_metric"]) and "cer" in again
 
 
-def test_cls_recipe_trains_and_predicts_through_the_entry(rec_root, quick):
+def test_cls_recipe_trains_and_predicts_through_the_entry(rec_root, det_root, quick, capsys):
     summary = _train("ocr/cls_mv3_mobile_lines_48x192", [*quick, f"data.root={rec_root}", "data.batch_size=4"])
     assert summary["main_indicator"] == "acc" and 0 <= summary["best_metric"] <= 1
     assert evaluate_run(summary["output_dir"])["acc"] == pytest.approx(summary["best_metric"])
     assert task_entry("ocr/cls").task_class.__name__ == "TextOrientationTask"
+    # oarkit predict on the run: the default det and rec around the run's classifier
+    capsys.readouterr()
+    page = next((det_root / "images").glob("val_*.jpg"))
+    assert main(["predict", summary["output_dir"], str(page)]) == 0
+    record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert record["source"] == str(page) and len(record["lines"]) >= 1
 
 
 def test_frozen_norm_keeps_the_loaded_statistics(rec_root):
