@@ -71,7 +71,7 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
                          *, input_names: Sequence[str], per_channel: bool = True,
                          calibration_method: str = "percentile", percentile: float = 99.99,
                          float_stem: bool = True, nodes_to_exclude: Sequence[str] = (),
-                         preprocess: bool = True) -> Path:
+                         op_types: Sequence[str] | None = None, preprocess: bool = True) -> Path:
     """Quantize a float ONNX model to QDQ int8: uint8 activations, int8 weights (per channel by default).
 
     Signed activations and dynamic quantization run slower than fp32 for CNNs on x86 onnxruntime; uint8
@@ -90,6 +90,8 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
             faster on onnxruntime and one quantization step fewer.
         nodes_to_exclude: more node names to keep in float (names after onnxruntime's pre-processing, which
             names unnamed nodes ``<OpType>_<index>``).
+        op_types: quantize only these operator types (``["Conv"]``: a detector's decoding and NMS stay float);
+            ``None``: every type onnxruntime quantizes.
         preprocess: run onnxruntime's shape inference and graph optimisation first (recommended).
 
     Returns:
@@ -139,6 +141,7 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
                     str(named), str(int8_path), Reader(), quant_format=quantization.QuantFormat.QDQ,
                     activation_type=quantization.QuantType.QUInt8, weight_type=quantization.QuantType.QInt8,
                     per_channel=per_channel, calibrate_method=calibrate_method, nodes_to_exclude=excluded,
+                    op_types_to_quantize=list(op_types) if op_types else None,
                     extra_options={"WeightSymmetric": True, "CalibPercentile": float(percentile)},
                     calibration_providers=["CPUExecutionProvider"],
                 )

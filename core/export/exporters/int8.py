@@ -29,7 +29,8 @@ def export_onnx_int8(ctx: ExportContext) -> str:
                          ([x.numpy() for x in batch] for batch in batches), input_names=ctx.spec.input_names,
                          per_channel=ctx.options["per_channel"], calibration_method=ctx.options["calibration_method"],
                          percentile=ctx.options["percentile"], float_stem=ctx.options["float_stem"],
-                         nodes_to_exclude=list(ctx.options["nodes_to_exclude"]))
+                         nodes_to_exclude=list(ctx.options["nodes_to_exclude"]),
+                         op_types=ctx.options["op_types"] or None)
     embed_metadata(str(path), ctx.metadata)
     ctx.quantization = {"method": "ptq", "tool": "onnxruntime.quantize_static", "form": "QDQ",
                         "activations": "uint8", "weights": "int8", "per_channel": ctx.options["per_channel"],
@@ -81,7 +82,7 @@ def export_pt2_int8(ctx: ExportContext) -> str:
 
 
 _PTQ_OPTIONS = {"per_channel": True, "calibration_method": "percentile", "percentile": 99.99, "float_stem": True,
-                "nodes_to_exclude": []}
+                "nodes_to_exclude": [], "op_types": []}
 
 register_format(ExportFormat(
     name="onnx_int8", artifact="model.onnx", runtime="onnxruntime", exporter=export_onnx_int8,
