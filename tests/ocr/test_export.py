@@ -1,8 +1,8 @@
 """Export of the OCR models (verified against eager) and of the whole pipeline: OCR(export folder) on onnxruntime
 reads rendered pages exactly as the eager pipeline does.
 
-All three are marked slow (``make test-slow``): a dynamo ONNX export of even the 0.5 MB classifier takes over a
-minute on two busy cores, past what ``make test`` can spend on the kit.
+The classifier's export (about 15 s on two quiet cores) runs in ``make test``; the recognizer's and the whole
+pipeline's (several minutes) are marked slow (``make test-slow``).
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from oarkit.core.export import export
 from oarkit.ocr import OCR, export_pipeline, export_source, render_page
 
 
-@pytest.mark.slow
 def test_orientation_classifier_exports_and_verifies(tmp_path):
-    report = export(export_source("ocr/cls_mv3_mobile"), "onnx", output_dir=tmp_path)
-    row = report.rows[0]
-    assert row.status == "pass", row.message
+    report = export(export_source("ocr/cls_mv3_mobile"), "onnx,openvino", output_dir=tmp_path)
+    assert [r.status for r in report.rows] == ["pass", "pass"], [r.message for r in report.rows]
     manifest = read_manifest(tmp_path / "onnx")
     assert manifest.task == "ocr/cls" and manifest.labels == ["0", "180"]
     assert manifest.preprocessing["height"] == 48 and manifest.preprocessing["width"] == 192
