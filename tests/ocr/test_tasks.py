@@ -67,3 +67,15 @@ def test_frozen_norm_keeps_the_loaded_statistics(rec_root):
     task.training_step(model, batch)["loss"].backward()
     assert norms and all(torch.equal(b, m.running_mean) for b, m in zip(before, norms))
     assert all(m.weight.grad is None for m in norms if m.weight is not None)
+
+
+def test_sar_guidance_loss_of_ppocrv3(rec_root):
+    from oarkit.ocr import OCRRecData, TextRecognitionTask
+
+    task = TextRecognitionTask("ocr/ppocrv3_rec_mobile")
+    data = OCRRecData(root=str(rec_root), dictionary="en", width=160, batch_size=2)
+    model = task.setup(data).train()
+    losses = task.training_step(model, task.collate([data.train_dataset()[i] for i in range(2)]))
+    losses["loss"].backward()
+    # a random SAR head spreads its probability over the 96 + 3 classes: cross-entropy near log(99)
+    assert set(losses) == {"loss", "loss_ctc", "loss_sar"} and 3.5 < float(losses["loss_sar"]) < 5.5
