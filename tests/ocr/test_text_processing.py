@@ -18,6 +18,8 @@ def test_builtin_dictionaries():
     assert keys.characters[-1] == " " and keys.encode("中文") == [keys.index["中"], keys.index["文"]]
     en = CharDictionary.load("en")
     assert en.num_classes == 96 and en.characters == list(EN_CHARACTERS)
+    # PaddleOCR appends the space even to en_dict.txt, which ends with one: its English models have 97 classes
+    assert CharDictionary.load("en", use_space_char=True).num_classes == 97
     assert CharDictionary.load("ic15").num_classes == 37
 
 
@@ -28,7 +30,10 @@ def test_custom_dictionary_file(tmp_path):
     assert d.characters == ["a", "b", "c", " "] and d.num_classes == 5
     assert d.encode("ab x") == [1, 2, 4]  # x is not in the dictionary: dropped, as PaddleOCR does
     assert CharDictionary.from_dict(d.to_dict()).characters == d.characters
-    (tmp_path / "bad.txt").write_text("a\nbc\n", encoding="utf-8")
+    (tmp_path / "flags.txt").write_text("a\n\U0001F1E8\U0001F1F3\nb\n", encoding="utf-8")  # a flag: two code points
+    flags = CharDictionary.load(tmp_path / "flags.txt")
+    assert flags.encode("a\U0001F1E8\U0001F1F3b") == [1, 2, 3] and flags.decode([2, 3]) == "\U0001F1E8\U0001F1F3b"
+    (tmp_path / "bad.txt").write_text("a\n\nb\n", encoding="utf-8")
     with pytest.raises(DataError, match="line 2"):
         CharDictionary.load(tmp_path / "bad.txt")
     with pytest.raises(ConfigError, match="ppocr_keys_v1"):
