@@ -77,7 +77,7 @@ def test_trained_run_exports_to_onnx_openvino_and_int8(trained_run, det_shapes_r
                     data_root=str(det_shapes_root), batch_size=3)
     assert report.main_indicator == "map", report.table()
     float_rows = [r for r in report.rows if "int8" not in r.format]
-    assert float_rows and all(r.ok and abs(r.metric_delta) < 1e-3 for r in float_rows), report.table()
+    assert float_rows and all(r.status == "pass" and abs(r.metric_delta) < 1e-3 for r in float_rows), report.table()
 
 
 def test_layout_model_finds_the_regions_of_a_rendered_page(tmp_path):
