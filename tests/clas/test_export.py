@@ -3,8 +3,6 @@ equals the training eval transform, the export verb, and the quant=qat config gr
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -14,20 +12,9 @@ from oarkit.core.cli import main
 from oarkit.core.deploy import read_manifest
 from oarkit.core.engine.checkpoint import read_meta
 from oarkit.core.export import export
+from oarkit.core.quant.ptq import int8_dot_products_are_exact
 
-
-def _int8_dot_products_do_not_saturate() -> bool:
-    """Whether onnxruntime's u8s8 kernels run exact int32 dot products on this CPU (VNNI or AMX). On AVX2
-    without VNNI they use VPMADDUBSW, whose 16-bit pair sums saturate, so an int8 artifact is not bit-faithful
-    to the converted module there (measured on an AVX2-only EPYC: max_rel 0.23-0.26 instead of < 0.05)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return True
-    return any(f in flags for f in ("avx512_vnni", "avx_vnni", "amx_int8"))
-
-
-EXACT_INT8 = pytest.mark.xfail(not _int8_dot_products_do_not_saturate(), strict=False,
+EXACT_INT8 = pytest.mark.xfail(not int8_dot_products_are_exact(), strict=False,
                                reason="onnxruntime's AVX2 u8s8 kernels saturate 16-bit pair sums without VNNI")
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")

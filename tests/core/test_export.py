@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,20 +16,9 @@ from oarkit.core import ConfigError, UnknownNameError
 from oarkit.core.deploy import DeployedModel, MissingDependencyError, read_manifest, require
 from oarkit.core.engine.task import DeploySpec
 from oarkit.core.export import ExportSource, export, get_format, list_formats, parse_formats, reparameterize
+from oarkit.core.quant.ptq import int8_dot_products_are_exact
 
-
-def _int8_dot_products_do_not_saturate() -> bool:
-    """Whether onnxruntime's u8s8 kernels run exact int32 dot products on this CPU (VNNI or AMX). On AVX2
-    without VNNI they use VPMADDUBSW, whose 16-bit pair sums saturate, so an int8 artifact is not bit-faithful
-    to the converted module there (measured on an AVX2-only EPYC: max_rel 0.23-0.26 instead of < 0.05)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return True
-    return any(f in flags for f in ("avx512_vnni", "avx_vnni", "amx_int8"))
-
-
-EXACT_INT8 = pytest.mark.xfail(not _int8_dot_products_do_not_saturate(), strict=False,
+EXACT_INT8 = pytest.mark.xfail(not int8_dot_products_are_exact(), strict=False,
                                reason="onnxruntime's AVX2 u8s8 kernels saturate 16-bit pair sums without VNNI")
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
@@ -242,6 +230,25 @@ def test_int8_onnx_keeps_the_stem_float_and_runs_int8_convolutions(toy, images, 
 
         quantize_onnx_static(tmp_path / "onnx" / "model.onnx", tmp_path / "x.onnx", [[images[0][:8].numpy()]],
                              input_names=["x"], nodes_to_exclude=["no_such_node"])
+
+
+def test_reduce_range_int8_computes_exactly_its_qdq_graph(toy, images, tmp_path) -> None:
+    """7-bit weights cannot saturate onnxruntime's u8s8 pair sums: the int8 kernels give what the QDQ graph run in
+    float gives, on any CPU (8-bit weights drift from it on AVX2 without VNNI)."""
+    import onnxruntime as ort
+
+    report = export(_image_source(toy, images, images[2], tmp_path), "onnx_int8", verify=False,
+                    options={"onnx_int8": {"reduce_range": True, "float_stem": False}})
+    assert report.row("onnx_int8").status == "unverified", report.table()
+    path = str(tmp_path / "onnx_int8" / "model.onnx")
+    assert read_manifest(tmp_path / "onnx_int8").quantization["reduce_range"] is True
+    simulated = ort.SessionOptions()
+    simulated.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # DequantizeLinear + float ops
+    x = {"x": images[0][:16].numpy()}
+    fast = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, x)[0]
+    slow = ort.InferenceSession(path, simulated, providers=["CPUExecutionProvider"]).run(None, x)[0]
+    assert "QLinearConv" in _ort_ops(path)
+    np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-4 * float(np.abs(slow).max()))
 
 
 @EXACT_INT8

@@ -10,6 +10,7 @@ graphs, whose time goes into Linear layers.
 from __future__ import annotations
 
 import json
+import logging
 
 import torch
 
@@ -19,7 +20,14 @@ from oarkit.core.export.exporters.onnx import embed_metadata
 from oarkit.core.export.exporters.openvino import convert_onnx_to_ir
 from oarkit.core.export.formats import INT8_ATOL_REL, INT8_METRIC_TOLERANCE, ExportFormat, register_format
 from oarkit.core.quant import pt2e
-from oarkit.core.quant.ptq import DYNAMIC_OP_TYPES, quantize_onnx_dynamic, quantize_onnx_static
+from oarkit.core.quant.ptq import (
+    DYNAMIC_OP_TYPES,
+    int8_dot_products_are_exact,
+    quantize_onnx_dynamic,
+    quantize_onnx_static,
+)
+
+logger = logging.getLogger(__name__)
 
 
 def export_onnx_int8(ctx: ExportContext) -> str:
@@ -30,12 +38,16 @@ def export_onnx_int8(ctx: ExportContext) -> str:
                          per_channel=ctx.options["per_channel"], calibration_method=ctx.options["calibration_method"],
                          percentile=ctx.options["percentile"], float_stem=ctx.options["float_stem"],
                          nodes_to_exclude=list(ctx.options["nodes_to_exclude"]),
-                         op_types=ctx.options["op_types"] or None)
+                         op_types=ctx.options["op_types"] or None, reduce_range=ctx.options["reduce_range"])
+    if not ctx.options["reduce_range"] and not int8_dot_products_are_exact():
+        logger.warning("this CPU has no VNNI: onnxruntime's int8 kernels saturate with 8-bit weights and the "
+                       "artifact drifts from its calibrated graph; onnx_int8.reduce_range=true uses 7-bit weights")
     embed_metadata(str(path), ctx.metadata)
     ctx.quantization = {"method": "ptq", "tool": "onnxruntime.quantize_static", "form": "QDQ",
                         "activations": "uint8", "weights": "int8", "per_channel": ctx.options["per_channel"],
                         "calibration_method": ctx.options["calibration_method"],
                         "percentile": ctx.options["percentile"], "float_stem": ctx.options["float_stem"],
+                        "reduce_range": ctx.options["reduce_range"],
                         "calibration_samples": sum(int(b[0].shape[0]) for b in batches)}
     return path.name
 
@@ -82,7 +94,8 @@ def export_pt2_int8(ctx: ExportContext) -> str:
 
 
 _PTQ_OPTIONS = {"per_channel": True, "calibration_method": "percentile", "percentile": 99.99, "float_stem": True,
-                "nodes_to_exclude": [], "op_types": []}
+                "nodes_to_exclude": [], "op_types": [],
+                "reduce_range": False}
 
 register_format(ExportFormat(
     name="onnx_int8", artifact="model.onnx", runtime="onnxruntime", exporter=export_onnx_int8,
