@@ -5,13 +5,14 @@ Used by the quick-start and the tests: 1,437 training and 360 validation images 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from pathlib import Path
 
 import cv2
 import numpy as np
+
+from oarkit.core.data.generated import is_generated, mark_generated
 
 logger = logging.getLogger(__name__)
 
@@ -50,16 +51,9 @@ def prepare_digits(root: str | os.PathLike, size: int = 32) -> Path:
     num_val = len(images) - NUM_TRAIN
     expected = {"size": int(size), "train": NUM_TRAIN, "val": num_val}
 
-    marker = root / MARKER
-    if marker.is_file():
-        try:
-            done = json.loads(marker.read_text())
-        except ValueError:
-            done = None
-        if done == expected and all(_path(root, i, y).is_file() for i, y in enumerate(labels)):
-            logger.debug("digits already prepared in %s", root)
-            return root
-        marker.unlink()
+    if is_generated(root, MARKER, expected) and all(_path(root, i, y).is_file() for i, y in enumerate(labels)):
+        logger.debug("digits already prepared in %s", root)
+        return root
 
     logger.info("Writing %d digit images (%dx%d) to %s", len(images), size, size, root)
     for index, (image, label) in enumerate(zip(images, labels, strict=True)):
@@ -70,7 +64,5 @@ def prepare_digits(root: str | os.PathLike, size: int = 32) -> Path:
         pixels = np.clip(np.rint(big), 0, 255).astype(np.uint8)
         if not cv2.imwrite(str(path), pixels):
             raise OSError(f"Could not write {path}; check that {root} is writable")
-    tmp = marker.with_suffix(".tmp")
-    tmp.write_text(json.dumps(expected))
-    os.replace(tmp, marker)  # the marker appears only once every image is on disk
+    mark_generated(root, MARKER, expected)  # the marker appears only once every image is on disk
     return root

@@ -15,13 +15,14 @@ Every image depends only on ``(seed, split, index)``; a finished run leaves a ma
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from pathlib import Path
 
 import cv2
 import numpy as np
+
+from oarkit.core.data.generated import is_generated, mark_generated
 
 from .formats import write_coco
 from .records import DetectionRecord
@@ -115,14 +116,8 @@ def prepare_det_shapes(root: str | os.PathLike, num_train: int = 400, num_val: i
                          f"num_train={num_train}, num_val={num_val}")
     root = Path(root)
     expected = {"num_train": num_train, "num_val": num_val, "size": size, "seed": seed, "classes": list(CLASSES)}
-    marker = root / MARKER
-    if marker.is_file():
-        try:
-            if json.loads(marker.read_text()) == expected:
-                return root
-        except ValueError:
-            pass
-        marker.unlink()
+    if is_generated(root, MARKER, expected):
+        return root
     logger.info("Writing %d + %d synthetic detection images (%dx%d) to %s", num_train, num_val, size, size, root)
     for split_id, (split, count) in enumerate((("train", num_train), ("val", num_val))):
         image_dir = root / split
@@ -134,5 +129,5 @@ def prepare_det_shapes(root: str | os.PathLike, num_train: int = 400, num_val: i
             cv2.imwrite(str(path), cv2.cvtColor(image, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, 92])
             records.append(DetectionRecord(str(path), size, size, boxes, labels, np.zeros(len(labels), bool), i))
         write_coco(records, CLASSES, root / "annotations" / f"instances_{split}.json", image_dir, copy_images=False)
-    marker.write_text(json.dumps(expected))
+    mark_generated(root, MARKER, expected)
     return root

@@ -16,13 +16,14 @@ Every image depends only on ``(seed, split, index)``; a finished run leaves a ma
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from pathlib import Path
 
 import cv2
 import numpy as np
+
+from oarkit.core.data.generated import is_generated, mark_generated
 
 logger = logging.getLogger(__name__)
 
@@ -91,14 +92,8 @@ def prepare_shapes(root: str | os.PathLike, num_train: int = 400, num_val: int =
                          f"num_train={num_train}, num_val={num_val}")
     root = Path(root)
     expected = {"num_train": num_train, "num_val": num_val, "size": size, "seed": seed, "classes": list(CLASSES)}
-    marker = root / MARKER
-    if marker.is_file():
-        try:
-            if json.loads(marker.read_text()) == expected:
-                return root
-        except ValueError:
-            pass
-        marker.unlink()
+    if is_generated(root, MARKER, expected):
+        return root
     logger.info("Writing %d + %d synthetic shape images (%dx%d) to %s", num_train, num_val, size, size, root)
     for split_id, (split, count) in enumerate((("train", num_train), ("val", num_val))):
         (root / "images" / split).mkdir(parents=True, exist_ok=True)
@@ -112,5 +107,5 @@ def prepare_shapes(root: str | os.PathLike, num_train: int = 400, num_val: int =
             lines.append(f"{image_rel} {label_rel}")
         (root / f"{split}.txt").write_text("\n".join(lines) + "\n")
     (root / "labels.txt").write_text("\n".join(CLASSES) + "\n")
-    marker.write_text(json.dumps(expected))
+    mark_generated(root, MARKER, expected)
     return root
