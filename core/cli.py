@@ -348,6 +348,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="the registry model it becomes, e.g. clas/pp_lcnet_x1_0")
     p.add_argument("--out", required=True, help="the model directory to write")
     p.add_argument("--num-classes", type=int, help="another number of classes: keep the backbone, new head")
+    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="a keyword of the registry model's factory (values read as YAML), e.g. reparameterized=true "
+                        "for a Paddle inference model whose re-parameterizable layers are folded (repeatable)")
     p.set_defaults(func=cmd_convert)
 
     from oarkit.core.kits import commands
@@ -360,10 +363,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ----------------------------------------------------------------------------- convert
+def _parse_model_args(items: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as keyword arguments (values read as YAML: true, 0.5, [1, 2])."""
+    import yaml
+
+    kwargs: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise OarkitError(f"--model-arg {item!r} must read KEY=VALUE, e.g. reparameterized=true")
+        kwargs[key] = yaml.safe_load(value)
+    return kwargs
+
+
 def cmd_convert(args: argparse.Namespace) -> int:
     from oarkit.core.interop import convert_paddle
 
-    out = convert_paddle(args.src, model=args.model, out=args.out, num_classes=args.num_classes)
+    out = convert_paddle(args.src, model=args.model, out=args.out, num_classes=args.num_classes,
+                         **_parse_model_args(args.model_arg))
     print(f"wrote {out} (model.safetensors, meta.json, config.yaml): predict, eval and export take it as it is")
     return 0
 

@@ -187,7 +187,8 @@ def load_state_dict(model: nn.Module, state: dict[str, Any], *, head: tuple[str,
     loadable._metadata = getattr(own, "_metadata", None)
     model.load_state_dict(loadable, strict=False)
     if reset:
-        logger.info("re-initialised the head (%s): the number of classes differs from %s", ", ".join(reset), source)
+        names = ", ".join(reset[:5]) + (f" ... ({len(reset)} tensors)" if len(reset) > 5 else "")
+        logger.info("re-initialised the head (%s): absent from %s or of another size there", names, source)
     return reset
 
 

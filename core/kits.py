@@ -29,7 +29,8 @@ class TaskEntry:
 
     Attributes:
         task_id: ``clas``, ``seg``, ``nlp/text_classification``, ...
-        task_class: the Task built for a run that has no task config (a run trained from Python).
+        task_class: the Task built for a run that has no task config (a run trained from Python); ``None`` for a
+            task id that nothing trains (a pipeline of exported models, named by its ``pipeline.yaml``).
         predictor: builds the predictor from a run directory, registry name or export folder; called with the
             source, ``device=`` and the options in ``predict_options``.
         predict_options: the command line's predict options this predictor takes (``("topk",)``); the others are
@@ -48,7 +49,7 @@ class TaskEntry:
     """
 
     task_id: str
-    task_class: Callable[[], Any]
+    task_class: Callable[[], Any] | None
     predictor: Callable[..., Any]
     predict_options: tuple[str, ...] = ()
     export_source: Callable[..., Any] | None = None
@@ -161,8 +162,8 @@ def source_task_id(source: str | Path) -> tuple[str, str]:
     """The task id of what the tools are given, and where it was read.
 
     Args:
-        source: an export folder (its ``deploy.yaml``), a run or model directory (its ``meta.json``) or a
-            registry name (its model card).
+        source: an export folder (its ``deploy.yaml``), a pipeline folder (its ``pipeline.yaml``), a run or
+            model directory (its ``meta.json``) or a registry name (its model card).
 
     Returns:
         ``(task_id, where)``; ``where`` names the file or card, for messages.
@@ -171,8 +172,11 @@ def source_task_id(source: str | Path) -> tuple[str, str]:
         OarkitError: ``source`` is none of these.
     """
     from oarkit.core.deploy.manifest import DEPLOY_FILE, is_export_dir, read_manifest
+    from oarkit.core.deploy.pipeline import PIPELINE_FILE, is_pipeline_dir, read_pipeline
 
     path = Path(source)
+    if is_pipeline_dir(path):
+        return read_pipeline(path).task, str(path / PIPELINE_FILE)
     if is_export_dir(path):
         manifest = read_manifest(path)
         return normalize_task_id({"task": manifest.task, "preprocessing": manifest.preprocessing}), \

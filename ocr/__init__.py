@@ -2,7 +2,9 @@
 
 Importing the kit registers its models (``ocr/...``), its task ids ``ocr/det``, ``ocr/rec`` and ``ocr/cls``
 (:class:`oarkit.core.kits.TaskEntry`: tasks, the ``OCR`` predictor, ``export_source``, synthetic datasets), the
-``oarkit ocr`` command, and the deploy-pipeline glue ``ocr/det_rec`` / ``ocr/det_cls_rec``.
+task id ``ocr`` of an exported det → (cls →) rec pipeline folder (what ``pipeline.yaml`` names; ``oarkit predict
+FOLDER IMAGE`` runs it with ``OCR``), the ``oarkit ocr`` command, and the deploy-pipeline glue ``ocr/det_rec`` /
+``ocr/det_cls_rec``.
 """
 
 from functools import partial
@@ -14,7 +16,7 @@ from oarkit.ocr import models  # noqa: F401  (registers the ocr/ models)
 from oarkit.ocr.charset import CharDictionary
 from oarkit.ocr.cli import OCR_COMMAND
 from oarkit.ocr.data import OCRClsData, OCRDetData, OCRRecData
-from oarkit.ocr.export import export_pipeline, export_source
+from oarkit.ocr.export import PIPELINE_TASK_ID, export_pipeline, export_source
 from oarkit.ocr.losses import CTCLoss, DBLoss
 from oarkit.ocr.metrics import ClsMetric, DetMetric, RecMetric, character_error_rate, edit_distance
 from oarkit.ocr.pipeline import OCR, OCRLine, OCRResult
@@ -38,6 +40,8 @@ for _task_id, _task, _metric in (("ocr/det", TextDetectionTask, "*hmean*"), ("oc
     register_task(TaskEntry(task_id=_task_id, task_class=_task, predictor=_predictor, export_source=export_source,
                             datasets=DATASETS if _task_id == "ocr/det" else {}, card_metric=_metric,
                             input_suffixes=IMAGE_SUFFIXES))
+# the whole pipeline (export_pipeline's pipeline.yaml): predicted with, never trained nor exported again
+register_task(TaskEntry(task_id=PIPELINE_TASK_ID, task_class=None, predictor=_predictor, input_suffixes=IMAGE_SUFFIXES))
 register_command(OCR_COMMAND)
 
 __all__ = [

@@ -25,6 +25,8 @@ from .tasks import TextDetectionTask, TextOrientationTask, TextRecognitionTask
 
 logger = logging.getLogger(__name__)
 
+#: the task id a pipeline folder's ``pipeline.yaml`` names (text detection + recognition, end to end)
+PIPELINE_TASK_ID = "ocr"
 TASKS = {"ocr/det": TextDetectionTask, "ocr/rec": TextRecognitionTask, "ocr/cls": TextOrientationTask}
 DATA = {"ocr/det": OCRDetData, "ocr/rec": OCRRecData, "ocr/cls": OCRClsData}
 
@@ -71,7 +73,8 @@ def registry_meta(name: str, model: torch.nn.Module) -> dict[str, Any]:
 
 
 def _from_registry(name: str, pretrained: bool | str) -> ExportSource:
-    model = create_model(name, pretrained=pretrained).eval()
+    inference = {"guidance": False} if model_info(name).task == "ocr/rec" else {}  # no training-only head
+    model = create_model(name, pretrained=pretrained, **inference).eval()
     meta = registry_meta(name, model)
     task = TASKS[meta["task"]](name)
     task.restore(meta)
@@ -131,6 +134,7 @@ def export_pipeline(output_dir: str | Path, *, det: str | Path = "ocr/ppocrv4_de
             raise OarkitError(f"the {kind} stage failed to export to {format}: {row.status}: {row.message}")
         stages[kind] = StageSpec(model=f"{kind}/{row.format}")
     glue = "ocr/det_cls_rec" if "cls" in stages else "ocr/det_rec"
-    write_pipeline(output_dir, glue=glue, stages=stages, parameters=dict(parameters or {}), task="ocr")
+    write_pipeline(output_dir, glue=glue, stages=stages, parameters=dict(parameters or {}),
+                   task=PIPELINE_TASK_ID)
     logger.info("pipeline written to %s (%s)", output_dir, ", ".join(f"{k}: {v.model}" for k, v in stages.items()))
     return output_dir, reports

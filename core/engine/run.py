@@ -84,7 +84,10 @@ class TrainedModel:
         if task_cfg is not None and "_target_" in task_cfg:
             task = instantiate(task_cfg)
         else:
-            task = task_entry(self.task_id).task_class()
+            task_class = task_entry(self.task_id).task_class
+            if task_class is None:
+                raise OarkitError(f"{self.folder} names the task id {self.task_id!r}, which has no trainable task")
+            task = task_class()
         if not isinstance(task, expected):
             raise OarkitError(f"{self.folder} was trained with {type(task).__name__}, not a {expected.__name__}")
         task.restore(self.meta)

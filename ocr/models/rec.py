@@ -50,6 +50,8 @@ DICTIONARIES = {"ppocr_keys_v1": 6625, "en": 97, "ic15": 37, "latin": 188, "cyri
                 "ppocrv5": 18385}
 #: heads sized by the classes or used in training only (an inference model leaves the latter out)
 GUIDED_HEADS = ("head.ctc_head", "head.before_gtc", "head.gtc_head", "head.sar_head")
+#: ``MultiHead``'s training-only guidance modules
+GUIDANCE_MODULES = ("before_gtc", "gtc_head", "sar_head")
 MAX_TEXT_LENGTH = 25
 
 
@@ -59,25 +61,27 @@ class MultiHead(nn.Module):
     Args:
         in_channels: channels of the backbone feature.
         num_classes: CTC classes.
-        guidance: ``"nrtr"`` or ``"sar"``.
+        guidance: ``"nrtr"`` or ``"sar"``; ``None`` builds the CTC branch only (inference: Paddle's inference
+            models hold no guidance head, and PP-OCRv4's NRTR head is 59 MB of float32 that prediction never runs).
         svtr: :class:`~oarkit.ocr.models.sequence.EncoderWithSVTR` arguments of the CTC neck.
         nrtr_dim: width of the NRTR decoder.
         max_text_length: the longest label (SAR's decoding length).
     """
 
-    def __init__(self, in_channels: int, num_classes: int, *, guidance: str, svtr: Mapping[str, Any],
+    def __init__(self, in_channels: int, num_classes: int, *, guidance: str | None, svtr: Mapping[str, Any],
                  nrtr_dim: int = 384, max_text_length: int = MAX_TEXT_LENGTH) -> None:
         super().__init__()
-        if guidance not in ("nrtr", "sar"):
-            raise ValueError(f"MultiHead guidance={guidance!r} must be 'nrtr' or 'sar'")
+        if guidance not in ("nrtr", "sar", None):
+            raise ValueError(f"MultiHead guidance={guidance!r} must be 'nrtr', 'sar' or None (CTC only)")
         self.guidance = guidance
         self.ctc_encoder = SequenceEncoder(in_channels, "svtr", **svtr)
         self.ctc_head = CTCHead(self.ctc_encoder.out_channels, num_classes)
+        self.guidance_classes = 0
         if guidance == "nrtr":
             self.guidance_classes = num_classes + 3 + 1
             self.before_gtc = nn.Sequential(nn.Flatten(2), FCTranspose(in_channels, nrtr_dim))
             self.gtc_head = Transformer(nrtr_dim, nrtr_dim // 32, 4, nrtr_dim * 4, num_classes + 3)
-        else:
+        elif guidance == "sar":
             # PaddleOCR sizes SAR's classes as the CTC classes + 2 (characters, <UKN>, <BOS/EOS>, <PAD>); the
             # decoder never predicts <PAD>
             self.sar_head = SARHead(in_channels, num_classes + 2, max_text_length=max_text_length)
@@ -88,6 +92,8 @@ class MultiHead(nn.Module):
         ctc = self.ctc_head(self.ctc_encoder(x))
         if not self.training:
             return ctc
+        if self.guidance is None:
+            return {"ctc": ctc}
         if targets is None:
             raise ValueError(f"training a recognizer with a {self.guidance.upper()} guidance head needs targets: "
                              "model(x, targets) with the keys of oarkit.ocr.models' contract")
@@ -98,6 +104,13 @@ class MultiHead(nn.Module):
         if valid_ratio is None:
             valid_ratio = torch.ones(x.shape[0], device=x.device)
         return {"ctc": ctc, "sar": self.sar_head(x, _target(targets, "label_sar"), valid_ratio)}
+
+    def drop_guidance(self) -> None:
+        """Delete the guidance head (the CTC branch is all inference runs)."""
+        for name in GUIDANCE_MODULES:
+            if hasattr(self, name):
+                delattr(self, name)
+        self.guidance, self.guidance_classes = None, 0
 
 
 def _target(targets: Mapping[str, torch.Tensor], key: str) -> torch.Tensor:
@@ -115,6 +128,9 @@ class TextRecognizer(FoldableModel):
         use_space_char: whether the last class is a space.
         image_height: the height of its input lines.
         guidance_classes: output classes of the guidance head (0 without one).
+
+    A recognizer built with ``guidance=False`` (or after :meth:`drop_guidance`) has no guidance head: what
+    prediction and export build, and what ``oarkit_kwargs`` then records so that a saved copy rebuilds without it.
     """
 
     def __init__(self, *, backbone: nn.Module, head: nn.Module, neck: nn.Module | None = None, num_classes: int,
@@ -127,6 +143,30 @@ class TextRecognizer(FoldableModel):
         self.num_classes, self.character_dict, self.use_space_char = num_classes, character_dict, use_space_char
         self.image_height = image_height
         self.guidance_classes = getattr(head, "guidance_classes", 0)
+
+    @property
+    def has_guidance(self) -> bool:
+        """Whether the model carries a training-only guidance head (NRTR / SAR)."""
+        return bool(getattr(self.head, "guidance", None))
+
+    def drop_guidance(self) -> None:
+        """Delete the guidance head in place (eval outputs unchanged): for prediction and export. Idempotent."""
+        if self.has_guidance:
+            self.head.drop_guidance()
+            self.guidance_classes = 0
+
+    @property
+    def oarkit_kwargs(self) -> dict[str, Any]:
+        """The registry's rebuild keywords (:class:`FoldableModel`), with ``guidance=False`` once the guidance head
+        is gone (a multi-head model only: CRNN never has one)."""
+        kwargs = super().oarkit_kwargs
+        if isinstance(self.head, MultiHead) and not self.has_guidance:
+            kwargs["guidance"] = False
+        return kwargs
+
+    @oarkit_kwargs.setter
+    def oarkit_kwargs(self, value: dict[str, Any]) -> None:
+        self._oarkit_kwargs = dict(value)
 
     def forward(self, x: torch.Tensor, targets: Mapping[str, torch.Tensor] | None = None
                 ) -> torch.Tensor | dict[str, torch.Tensor]:
@@ -142,6 +182,13 @@ def _classes(name: str, num_classes: int | None, character_dict: str) -> int:
     if classes < 2:
         raise ValueError(f"{name}: num_classes={classes} must count the blank and at least one character")
     return classes
+
+
+def _no_guidance(name: str, guidance: bool) -> None:
+    """CRNN trains with CTC alone; every ``ocr/rec`` factory takes ``guidance`` so that prediction can build any of
+    them with ``guidance=False``."""
+    if guidance:
+        raise ValueError(f"{name} has no guidance head (CRNN trains with CTC alone); leave guidance=False")
 
 
 def _card(family: str, *, character_dict: str, height: int = 48, width: int = 320, paper: str = PAPER_SVTR,
@@ -169,10 +216,10 @@ V3_SVTR = {"dims": 64, "depth": 2, "hidden_dims": 120, "use_guide": True}
 
 
 def _v4_mobile(name: str, num_classes: int | None, character_dict: str, use_space_char: bool,
-               reparameterized: bool = False, **kwargs: Any) -> TextRecognizer:
+               reparameterized: bool = False, guidance: bool = True, **kwargs: Any) -> TextRecognizer:
     classes = _classes(name, num_classes, character_dict)
     backbone = PPLCNetV3(scale=0.95, **kwargs)
-    head = MultiHead(backbone.out_channels[0], classes, guidance="nrtr", svtr=V4_SVTR)
+    head = MultiHead(backbone.out_channels[0], classes, guidance="nrtr" if guidance else None, svtr=V4_SVTR)
     return folded(TextRecognizer(backbone=backbone, head=head, num_classes=classes, character_dict=character_dict,
                                  use_space_char=use_space_char), reparameterized)
 
@@ -185,7 +232,8 @@ def _v4_mobile(name: str, num_classes: int | None, character_dict: str, use_spac
 def ppocrv4_rec_mobile(*, num_classes: int | None = None, character_dict: str = "ppocr_keys_v1",
                        use_space_char: bool = True, **kwargs: Any) -> TextRecognizer:
     """PP-OCRv4 mobile recognizer (Chinese + English, ppocr_keys_v1): PP-LCNetV3 x0.95 + SVTR neck + CTC, NRTR
-    guidance in training (``reparameterized=True``: built folded, the layout of Paddle's inference models)."""
+    guidance in training (``reparameterized=True``: built folded, the layout of Paddle's inference models;
+    ``guidance=False``: without the NRTR head, as prediction and export build it)."""
     return _v4_mobile("ppocrv4_rec_mobile", num_classes, character_dict, use_space_char, **kwargs)
 
 
@@ -216,20 +264,21 @@ def ppocrv5_rec_mobile(*, num_classes: int | None = None, character_dict: str = 
     "ppocrv4_rec_server", character_dict="ppocr_keys_v1", accuracy=80.61, source=PADDLEX_REC, tags=("large",),
     weights=_release("PP-OCRv4/chinese/ch_PP-OCRv4_rec_server_infer.tar", "ch_PP-OCRv4_rec_server")))
 def ppocrv4_rec_server(*, num_classes: int | None = None, character_dict: str = "ppocr_keys_v1",
-                       use_space_char: bool = True, **kwargs: Any) -> TextRecognizer:
-    """PP-OCRv4 server recognizer: PP-HGNet small + SVTR neck + CTC, NRTR guidance in training."""
+                       use_space_char: bool = True, guidance: bool = True, **kwargs: Any) -> TextRecognizer:
+    """PP-OCRv4 server recognizer: PP-HGNet small + SVTR neck + CTC, NRTR guidance in training
+    (``guidance=False``: CTC only)."""
     classes = _classes("ppocrv4_rec_server", num_classes, character_dict)
     backbone = PPHGNet_small(**kwargs)
-    head = MultiHead(backbone.out_channels[0], classes, guidance="nrtr", svtr=V4_SVTR)
+    head = MultiHead(backbone.out_channels[0], classes, guidance="nrtr" if guidance else None, svtr=V4_SVTR)
     return TextRecognizer(backbone=backbone, head=head, num_classes=classes, character_dict=character_dict,
                           use_space_char=use_space_char)
 
 
 def _v3_mobile(name: str, num_classes: int | None, character_dict: str, use_space_char: bool,
-               **kwargs: Any) -> TextRecognizer:
+               guidance: bool = True, **kwargs: Any) -> TextRecognizer:
     classes = _classes(name, num_classes, character_dict)
     backbone = MobileNetV1Enhance(scale=0.5, last_conv_stride=(1, 2), last_pool_type="avg", **kwargs)
-    head = MultiHead(backbone.out_channels[0], classes, guidance="sar", svtr=V3_SVTR)
+    head = MultiHead(backbone.out_channels[0], classes, guidance="sar" if guidance else None, svtr=V3_SVTR)
     return TextRecognizer(backbone=backbone, head=head, num_classes=classes, character_dict=character_dict,
                           use_space_char=use_space_char)
 
@@ -285,9 +334,10 @@ def ppocrv3_rec_mobile_arabic(*, num_classes: int | None = None, character_dict:
     renames=LSTM_RENAMES,
     weights=_release("dygraph_v2.0/en/rec_mv3_none_bilstm_ctc_v2.0_train.tar", "rec_mv3_none_bilstm_ctc_v2.0")))
 def rec_mv3_bilstm_ctc(*, num_classes: int | None = None, character_dict: str = "ic15",
-                       use_space_char: bool = False, **kwargs: Any) -> TextRecognizer:
+                       use_space_char: bool = False, guidance: bool = False, **kwargs: Any) -> TextRecognizer:
     """CRNN with MobileNetV3 large x0.5 (PaddleOCR ``rec_mv3_none_bilstm_ctc``): BiLSTM 96 + CTC, 32 x 100 lines,
     36 lower-case alphanumerics."""
+    _no_guidance("rec_mv3_bilstm_ctc", guidance)
     classes = _classes("rec_mv3_bilstm_ctc", num_classes, character_dict)
     backbone = RecMobileNetV3(model_name="large", scale=0.5, **kwargs)
     neck = SequenceEncoder(backbone.out_channels[0], "rnn", hidden_size=96)
@@ -302,8 +352,9 @@ def rec_mv3_bilstm_ctc(*, num_classes: int | None = None, character_dict: str = 
     weights=_release("dygraph_v2.0/en/rec_r34_vd_none_bilstm_ctc_v2.0_train.tar",
                      "rec_r34_vd_none_bilstm_ctc_v2.0")))
 def rec_r34_vd_bilstm_ctc(*, num_classes: int | None = None, character_dict: str = "ic15",
-                          use_space_char: bool = False, **kwargs: Any) -> TextRecognizer:
+                          use_space_char: bool = False, guidance: bool = False, **kwargs: Any) -> TextRecognizer:
     """CRNN with ResNet34-vd (PaddleOCR ``rec_r34_vd_none_bilstm_ctc``): BiLSTM 256 + CTC, 32 x 100 lines."""
+    _no_guidance("rec_r34_vd_bilstm_ctc", guidance)
     classes = _classes("rec_r34_vd_bilstm_ctc", num_classes, character_dict)
     backbone = RecResNet_vd(layers=34, **kwargs)
     neck = SequenceEncoder(backbone.out_channels[0], "rnn", hidden_size=256)

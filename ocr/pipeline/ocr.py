@@ -34,18 +34,23 @@ StageSource = str | Path | nn.Module | None
 
 
 def _inference_form(model: nn.Module, device: str) -> nn.Module:
-    """``model`` in eval mode on ``device`` with its re-parameterizable blocks folded (same outputs, ~3x faster)."""
+    """``model`` in eval mode on ``device`` with its re-parameterizable blocks folded (same outputs, ~3x faster)
+    and a recognizer's training-only guidance head dropped."""
     model = model.eval().to(device)
     if hasattr(model, "reparameterize"):
         model.reparameterize()
+    if hasattr(model, "drop_guidance"):
+        model.drop_guidance()
     return model
 
 
 def _registry_stage(kind: str, name: str, pretrained: bool | str, device: str) -> tuple[nn.Module, dict[str, Any]]:
     from oarkit.core.registry import create_model, model_info
 
-    model = _inference_form(create_model(name, pretrained=pretrained), device)
-    spec = model_info(name).input_spec
+    card = model_info(name)
+    inference = {"guidance": False} if card.task == "ocr/rec" else {}  # a recognizer without its training head
+    model = _inference_form(create_model(name, pretrained=pretrained, **inference), device)
+    spec = card.input_spec
     if kind == "det":
         return model, {"mean": list(getattr(spec, "mean", DET_DEFAULTS["mean"])),
                        "std": list(getattr(spec, "std", DET_DEFAULTS["std"])),

@@ -194,9 +194,15 @@ class TextRecognitionTask(Task):
         return (torch.randn(1, 3, int(p.get("height", 48)), int(p.get("width", 320))),)
 
     def deploy_spec(self, model: nn.Module) -> DeploySpec:
-        """Per-step probabilities with dynamic batch and width (multiples of 8, 16..2048) at the model's height."""
+        """Per-step probabilities with dynamic batch and width (multiples of 8, 16..2048) at the model's height.
+
+        Prepares ``model`` in place for inference: folded, and without its training-only guidance head (which
+        would otherwise ride along as unused weights in formats that keep every parameter, such as ``.pt2``).
+        """
         if hasattr(model, "reparameterize"):
             model.reparameterize()
+        if hasattr(model, "drop_guidance"):
+            model.drop_guidance()
         return DeploySpec(
             module=RecExport(model).eval(), example_inputs=self.example_inputs(), input_names=["images"],
             output_names=["probabilities"],

@@ -7,13 +7,18 @@ pipeline's (several minutes) are marked slow (``make test-slow``).
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import pytest
 import torch
+from PIL import Image
 
+from oarkit.core.cli import main
 from oarkit.core.deploy import read_manifest
 from oarkit.core.deploy.pipeline import read_pipeline
 from oarkit.core.export import export
-from oarkit.ocr import OCR, export_pipeline, export_source, render_page
+from oarkit.ocr import OCR, OCRResult, export_pipeline, export_source, render_page
 
 
 def test_orientation_classifier_exports_and_verifies(tmp_path):
@@ -22,6 +27,32 @@ def test_orientation_classifier_exports_and_verifies(tmp_path):
     manifest = read_manifest(tmp_path / "onnx")
     assert manifest.task == "ocr/cls" and manifest.labels == ["0", "180"]
     assert manifest.preprocessing["height"] == 48 and manifest.preprocessing["width"] == 192
+
+
+def test_predict_takes_a_pipeline_folder(tmp_path, monkeypatch, capsys):
+    # pipeline.yaml names the task id "ocr", which the kit registers with OCR as its predictor (no deploy.yaml
+    # needed); the exported stages themselves are exercised by the slow test below
+    from oarkit.core import kits
+    from oarkit.core.deploy.pipeline import PipelineManifest, StageSpec
+
+    folder = tmp_path / "pipeline"
+    folder.mkdir()
+    stages = {"det": StageSpec(model="det/onnx"), "rec": StageSpec(model="rec/onnx")}
+    PipelineManifest(glue="ocr/det_rec", stages=stages, task="ocr").write(folder)  # the stand-in loads no stage
+    entry = kits.source_entry(folder)
+    assert entry.task_id == "ocr" and entry.task_class is None and entry.export_source is None
+    built = []
+
+    def predictor(source, **kwargs):
+        built.append((source, kwargs))
+        return lambda inputs: [OCRResult(lines=[], source=str(x)) for x in inputs]
+
+    monkeypatch.setitem(kits._ENTRIES, "ocr", dataclasses.replace(entry, predictor=predictor))
+    image = tmp_path / "page.png"
+    image.write_bytes(b"")  # the stand-in predictor never reads it
+    assert main(["predict", str(folder), str(image)]) == 0
+    assert built == [(str(folder), {"device": "cpu"})]
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["source"] == str(image)
 
 
 @pytest.mark.slow
@@ -35,7 +66,7 @@ def test_recognizer_export_keeps_a_dynamic_width(tmp_path):
 
 
 @pytest.mark.slow
-def test_exported_pipeline_reads_like_eager(tmp_path):
+def test_exported_pipeline_reads_like_eager(tmp_path, capsys):
     folder, reports = export_pipeline(tmp_path / "ocr", cls="ocr/cls_mv3_mobile", det_example=(160, 160),
                                       rec_example_width=160)
     assert read_pipeline(folder).glue == "ocr/det_cls_rec"
@@ -44,3 +75,8 @@ def test_exported_pipeline_reads_like_eager(tmp_path):
     for language in ("en", "ch"):
         page = render_page(6, size=(480, 640), language=language, seed=2)
         assert exported(page.image).text == eager(page.image).text == page.text
+    # the folder is a first-class input of the command line too
+    image = tmp_path / "page.png"
+    Image.fromarray(page.image).save(image)
+    assert main(["predict", str(folder), str(image)]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["text"] == page.text

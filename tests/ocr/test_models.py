@@ -125,6 +125,41 @@ def test_num_classes_sizes_the_heads_of_a_custom_dictionary():
         create_model("ocr/ppocrv4_det_mobile", num_classes=3)
 
 
+@pytest.mark.parametrize("name", ["ocr/ppocrv4_rec_mobile", "ocr/ppocrv3_rec_mobile"])
+def test_guidance_head_is_for_training_only(name: str, tmp_path):
+    # Prediction and export build recognizers without their NRTR / SAR head (PP-OCRv4's is 59 MB of float32);
+    # dropping it changes no eval output, a saved copy rebuilds without it, and training keeps it.
+    from oarkit.core.engine.checkpoint import contiguous_state, load_model_dir, write_model_dir
+    from oarkit.ocr.tasks import TextRecognitionTask
+
+    torch.manual_seed(0)
+    guided = create_model(name, num_classes=20).eval()
+    lean = create_model(name, num_classes=20, guidance=False).eval()
+    assert guided.has_guidance and not lean.has_guidance and lean.guidance_classes == 0
+    lean.load_state_dict(guided.state_dict(), strict=False)
+    x = torch.randn(2, 3, 48, 64)
+    with torch.no_grad():
+        expected = guided(x)
+        torch.testing.assert_close(lean(x), expected)
+        guided.drop_guidance()
+        torch.testing.assert_close(guided(x), expected)
+    for model in (guided, lean):
+        assert not any(k.startswith(("head.before_gtc.", "head.gtc_head.", "head.sar_head.")) for k in
+                       model.state_dict())
+        assert model.oarkit_kwargs["guidance"] is False
+    saved = write_model_dir(tmp_path / "lean", weights=contiguous_state(guided), config_yaml="",
+                            meta={"task": "ocr/rec", "model": {"name": name, "kwargs": guided.oarkit_kwargs}})
+    rebuilt, _ = load_model_dir(saved)
+    assert not rebuilt.has_guidance
+    with torch.no_grad():
+        torch.testing.assert_close(rebuilt.eval()(x), expected)
+    assert lean.train()(x, _targets(lean, 2)).keys() == {"ctc"}  # CTC alone still trains
+    task = TextRecognitionTask(name)  # the training task builds the head: its loss needs it
+    assert task.model_factory(num_classes=20).has_guidance
+    spec = task.deploy_spec(task.model_factory(num_classes=20))  # export drops it (pt2 keeps unused weights)
+    assert not spec.module.model.has_guidance
+
+
 def test_export_preparation_folds_the_branches():
     from oarkit.core.export import reparameterize
 

@@ -47,6 +47,14 @@ def test_inputs_results_and_pictures(ocr, tmp_path):
     assert blank.lines == [] and blank.text == ""
 
 
+def test_the_recognizer_is_built_without_its_training_head(ocr):
+    # Paddle's inference model has no NRTR head, and prediction never runs it: it is not built at all
+    rec = ocr.stages["rec"].model
+    assert not rec.has_guidance and rec.oarkit_kwargs["guidance"] is False
+    assert not any(".gtc_head." in k or ".before_gtc." in k for k in rec.state_dict())
+    assert sum(t.numel() for t in rec.state_dict().values()) * 4 < 12e6  # 10.8 MB; 70 MB with the NRTR head
+
+
 def test_upside_down_lines_are_turned_by_the_classifier(ocr):
     page = render_page(["Invoice total amount 2024"], size=(96, 360), seed=4)
     result = ocr(np.ascontiguousarray(page.image[::-1, ::-1]))

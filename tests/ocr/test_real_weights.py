@@ -160,8 +160,9 @@ def test_release_archive_is_downloaded_extracted_and_converted(tmp_path: Path, m
 
 
 def test_a_folded_model_is_rebuilt_folded(models, tmp_path: Path):
-    # pretrained=True folds the model; its recorded kwargs say so, and both a saved model directory and
-    # `oarkit convert paddle` of the inference model rebuild the folded layout.
+    # pretrained=True folds the model; its recorded kwargs say so, and a saved model directory and
+    # `oarkit convert paddle` of the inference model (Python and command line) rebuild the folded layout.
+    from oarkit.core.cli import main
     from oarkit.core.engine.checkpoint import contiguous_state, load_model_dir, write_model_dir
     from oarkit.core.interop import convert_paddle
 
@@ -174,9 +175,12 @@ def test_a_folded_model_is_rebuilt_folded(models, tmp_path: Path):
     # num_classes: the training-only threshold branch, absent from the inference model, starts afresh
     converted = convert_paddle(folder, model="ocr/ppocrv4_det_mobile", out=tmp_path / "converted", num_classes=1,
                                reparameterized=True)
+    # the command line passes the factory's keyword through --model-arg
+    assert main(["convert", "paddle", str(folder), "--model", "ocr/ppocrv4_det_mobile", "--out",
+                 str(tmp_path / "cli"), "--num-classes", "1", "--model-arg", "reparameterized=true"]) == 0
     x = np.random.RandomState(0).uniform(-2, 2, (1, 3, 64, 64)).astype(np.float32)
     expected = _ours(model, x)
-    for path in (saved, converted):
+    for path in (saved, converted, tmp_path / "cli"):
         rebuilt, _ = load_model_dir(path)
         np.testing.assert_array_equal(_ours(rebuilt, x), expected)
 
