@@ -8,9 +8,9 @@ environment fails these tests (``make paddle-env`` builds it), it does not skip 
 from __future__ import annotations
 
 import dataclasses
-import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +22,6 @@ from oarkit.core.interop import apply_mapping, convert_paddle, read_pdparams
 from oarkit.core.registry import create_model, model_info
 
 ROOT = Path(__file__).resolve().parents[2]
-PADDLE_PYTHON = Path(os.environ.get("OARKIT_PADDLE_PYTHON", ROOT / ".venv-paddle" / "bin" / "python"))
-SCRIPT = Path(__file__).parent / "paddle_side" / "clas_parity.py"
 # PaddleClas name -> oarkit registry name: the smallest variant of each family (both MobileNetV3 sizes, both
 # ResNet-vd block types)
 FAMILIES = {
@@ -41,15 +39,9 @@ TOLERANCE = 1e-5  # max |ours - Paddle's| relative to max |Paddle's|
 
 
 @pytest.fixture(scope="module")
-def paddle_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not PADDLE_PYTHON.exists():
-        pytest.fail(f"the Paddle environment is missing ({PADDLE_PYTHON}); build it with `make paddle-env`")
+def paddle_outputs(tmp_path_factory: pytest.TempPathFactory, run_paddle_side: Callable[..., None]) -> Path:
     out = tmp_path_factory.mktemp("paddle")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    run = subprocess.run([str(PADDLE_PYTHON), str(SCRIPT), str(out), *FAMILIES, "--inference", WITH_INFERENCE_MODEL],
-                         capture_output=True, text=True, timeout=900, env=env)
-    if run.returncode != 0:
-        pytest.fail(f"the Paddle side failed ({run.returncode}):\n{run.stderr[-4000:]}")
+    run_paddle_side("clas_parity.py", out, *FAMILIES, "--inference", WITH_INFERENCE_MODEL)
     return out
 
 

@@ -10,8 +10,7 @@ paddledet 2.6.0, the newest on the package registry, predates it.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -21,9 +20,6 @@ import torch
 from oarkit.core.engine.checkpoint import load_model_dir
 from oarkit.core.interop import convert_paddle
 
-ROOT = Path(__file__).resolve().parents[2]
-PADDLE_PYTHON = Path(os.environ.get("OARKIT_PADDLE_PYTHON", ROOT / ".venv-paddle" / "bin" / "python"))
-SCRIPT = Path(__file__).parent / "paddle_side" / "det_parity.py"
 # the Paddle side's model -> oarkit registry name (the smallest width of each family)
 FAMILIES = {"ppyoloe_plus_crn_s": "det/ppyoloe_plus_crn_s", "ppyoloe_crn_s": "det/ppyoloe_crn_s",
             "picodet_s_320": "det/picodet_s_320", "picodet_lcnet_x1_0_layout": "det/picodet_lcnet_x1_0_layout"}
@@ -33,15 +29,9 @@ TOLERANCE = 1e-5  # max |ours - Paddle's| relative to max |Paddle's|, per output
 
 
 @pytest.fixture(scope="module")
-def paddle_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not PADDLE_PYTHON.exists():
-        pytest.fail(f"the Paddle environment is missing ({PADDLE_PYTHON}); build it with `make paddle-env`")
+def paddle_outputs(tmp_path_factory: pytest.TempPathFactory, run_paddle_side: Callable[..., None]) -> Path:
     out = tmp_path_factory.mktemp("paddle_det")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    run = subprocess.run([str(PADDLE_PYTHON), str(SCRIPT), str(out), *FAMILIES, "--inference", WITH_INFERENCE_MODEL],
-                         capture_output=True, text=True, timeout=900, env=env)
-    if run.returncode != 0:
-        pytest.fail(f"the Paddle side failed ({run.returncode}):\n{run.stderr[-4000:]}")
+    run_paddle_side("det_parity.py", out, *FAMILIES, "--inference", WITH_INFERENCE_MODEL)
     return out
 
 
@@ -94,7 +84,7 @@ def test_training_losses_equal_paddles_before_and_after_the_assigner_switch(padd
 
 
 def test_inference_model_converts_to_the_same_outputs(paddle_outputs: Path, tmp_path: Path):
-    # Paddle Inference cannot run this program on 3.3.1 (see det_parity.save_inference_model): the weights read
+    # Paddle Inference cannot run this program on 3.3.1 (see det_parity.main): the weights read
     # from inference.pdiparams + .pdiparams.info give the dygraph model's outputs.
     folder = paddle_outputs / WITH_INFERENCE_MODEL
     out = convert_paddle(folder / "inference", model=FAMILIES[WITH_INFERENCE_MODEL], out=tmp_path / "converted")

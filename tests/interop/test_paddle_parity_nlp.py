@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
-import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -27,9 +26,6 @@ from oarkit.core.interop import apply_mapping, convert_paddle, read_paddlenlp_di
 from oarkit.core.registry import create_model, model_info
 from oarkit.nlp.models.ernie_paddle import PADDLENLP_LAYER_NORM_EPS, bind_ernie, ernie_kwargs
 
-ROOT = Path(__file__).resolve().parents[2]
-PADDLE_PYTHON = Path(os.environ.get("OARKIT_PADDLE_PYTHON", ROOT / ".venv-paddle" / "bin" / "python"))
-SCRIPT = Path(__file__).parent / "paddle_side" / "nlp_parity.py"
 # Paddle-side family (paddle_side/nlp_parity.py) -> the oarkit registry name it converts onto
 FAMILIES = {
     "ernie_1_0": "nlp/ernie_1_0_base_zh",
@@ -42,16 +38,9 @@ TOLERANCE = 1e-5  # max |ours - Paddle's| relative to max |Paddle's|
 
 
 @pytest.fixture(scope="module")
-def paddle_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not PADDLE_PYTHON.exists():
-        pytest.fail(f"the Paddle environment is missing ({PADDLE_PYTHON}); build it with `make paddle-env`")
+def paddle_outputs(tmp_path_factory: pytest.TempPathFactory, run_paddle_side: Callable[..., None]) -> Path:
     out = tmp_path_factory.mktemp("paddlenlp")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env["PPNLP_HOME"] = str(out / ".paddlenlp")
-    run = subprocess.run([str(PADDLE_PYTHON), str(SCRIPT), str(out), *FAMILIES], capture_output=True, text=True,
-                         timeout=600, env=env)
-    if run.returncode != 0:
-        pytest.fail(f"the Paddle side failed ({run.returncode}):\n{run.stderr[-4000:]}")
+    run_paddle_side("nlp_parity.py", out, *FAMILIES, env={"PPNLP_HOME": str(out / ".paddlenlp")})
     return out
 
 

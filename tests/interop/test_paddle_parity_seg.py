@@ -7,8 +7,6 @@ environment fails these tests (``make paddle-env`` builds it), it does not skip 
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,9 +23,6 @@ from oarkit.core.registry import model_info
 from oarkit.seg.models.deeplab import DeepLabV3
 from oarkit.seg.models.pspnet import PSPNet
 
-ROOT = Path(__file__).resolve().parents[2]
-PADDLE_PYTHON = Path(os.environ.get("OARKIT_PADDLE_PYTHON", ROOT / ".venv-paddle" / "bin" / "python"))
-SCRIPT = Path(__file__).parent / "paddle_side" / "seg_parity.py"
 TOLERANCE = 1e-5  # max |ours - Paddle's| relative to max |Paddle's|
 
 # Paddle-side family -> the registry model whose card declares the mapping
@@ -53,15 +48,9 @@ SMALLER: dict[str, Callable[[], nn.Module]] = {
 
 
 @pytest.fixture(scope="module")
-def paddle_outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not PADDLE_PYTHON.exists():
-        pytest.fail(f"the Paddle environment is missing ({PADDLE_PYTHON}); build it with `make paddle-env`")
+def paddle_outputs(tmp_path_factory: pytest.TempPathFactory, run_paddle_side: Callable[..., None]) -> Path:
     out = tmp_path_factory.mktemp("paddle_seg")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    run = subprocess.run([str(PADDLE_PYTHON), str(SCRIPT), str(out), *FAMILIES], capture_output=True, text=True,
-                         timeout=900, env=env)
-    if run.returncode != 0:
-        pytest.fail(f"the Paddle side failed ({run.returncode}):\n{run.stderr[-4000:]}")
+    run_paddle_side("seg_parity.py", out, *FAMILIES)
     return out
 
 

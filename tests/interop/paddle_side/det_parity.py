@@ -17,30 +17,21 @@ no ``ppdet/modeling/transformers/rtdetr_transformer.py`` nor ``hybrid_encoder.py
 
 from __future__ import annotations
 
-import argparse
 import json
-import pickle
-import sys
-from pathlib import Path
 
 import numpy as np
 import paddle
-
-sys.path.insert(0, str(Path(__file__).parent))
-from clas_parity import perturb as perturb_constants  # noqa: E402
+from paddle_models import parse_args, random_model, save_checkpoint, save_inference_model
 
 INPUT_SHAPE = (2, 3, 160, 160)
 
 
-def perturb(layer: paddle.nn.Layer, rng: np.random.RandomState) -> None:
-    """The clas parity's perturbation (BatchNorm statistics and every constant tensor), after giving constant
-    convolution kernels small random values: the heads start from all-zero kernels, which N(0, 0.2) would turn into
-    saturated sigmoids that hide every difference."""
-    for tensor in layer.state_dict().values():
-        value = tensor.numpy()
-        if value.ndim > 1 and np.all(value == value.flat[0]):
-            tensor.set_value(rng.normal(0.0, 0.01, value.shape).astype(value.dtype))
-    perturb_constants(layer, rng)
+def small_constant_kernels(name: str, value: np.ndarray, rng: np.random.RandomState) -> np.ndarray | None:
+    """Constant convolution kernels get small random values: the heads start from all-zero kernels, which the
+    constants' N(0, 0.2) would turn into saturated sigmoids that hide every difference."""
+    if value.ndim > 1 and np.all(value == value.flat[0]):
+        return rng.normal(0.0, 0.01, value.shape)
+    return None
 
 
 class Architecture(paddle.nn.Layer):
@@ -156,46 +147,24 @@ def training_losses(model: Architecture, x: np.ndarray) -> dict[str, dict[str, f
     return losses
 
 
-def save_inference_model(model: Architecture, folder: Path) -> None:
-    """``paddle.jit.save`` the model (Paddle 3: ``inference.json`` + ``inference.pdiparams``) with the
-    ``.pdiparams.info`` older Paddle releases wrote (see clas_parity.py). Paddle Inference itself cannot run this
-    program on 3.3.1: CSPRepResNet's ``if self.alpha:`` becomes a PIR ``if`` whose regions the predictor refuses
-    ("The size 0 of regions must be equal to 2"), so the test compares the converted weights with the dygraph
-    outputs instead."""
-    prefix = str(folder / "inference" / "inference")
-    paddle.jit.save(model, prefix, input_spec=[paddle.static.InputSpec([None, *INPUT_SHAPE[1:]], "float32")])
-    info = {t.name: {"structured_name": k, "stop_gradient": t.stop_gradient, "trainable": not t.stop_gradient}
-            for k, t in model.state_dict().items()}
-    with open(prefix + ".pdiparams.info", "wb") as f:
-        pickle.dump(info, f, protocol=2)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path)
-    parser.add_argument("models", nargs="+", choices=sorted(MODELS))
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--inference", action="append", default=[], choices=sorted(MODELS), metavar="NAME",
-                        help="also save this model as an inference model (repeatable)")
-    args = parser.parse_args()
+    args = parse_args(__doc__, MODELS, inference="also save this model as an inference model")
     paddle.set_device("cpu")
     for name in args.models:
-        paddle.seed(args.seed)
-        rng = np.random.RandomState(args.seed)
-        model = MODELS[name]()
-        perturb(model, rng)
-        model.eval()
+        model, x = random_model(MODELS[name], INPUT_SHAPE, seed=args.seed, low=0.0, high=1.0,
+                                weights=small_constant_kernels)
         folder = args.out / name
-        folder.mkdir(parents=True, exist_ok=True)
-        x = rng.uniform(0.0, 1.0, INPUT_SHAPE).astype("float32")
         with paddle.no_grad():
             outputs = model(paddle.to_tensor(x))
-        paddle.save(model.state_dict(), str(folder / "model.pdparams"))
-        np.save(folder / "input.npy", x)
+        save_checkpoint(model, folder, x)
         for i, y in enumerate(outputs):
             np.save(folder / f"output_{i}.npy", y.numpy())
         if name in args.inference:
-            save_inference_model(model, folder)
+            # Paddle Inference itself cannot run this program on 3.3.1: CSPRepResNet's ``if self.alpha:`` becomes a
+            # PIR ``if`` whose regions the predictor refuses ("The size 0 of regions must be equal to 2"), so the
+            # test compares the converted weights with the dygraph outputs instead (the RepVGG-folded deploy form
+            # runs: bench/paddle_side_by_side.py times it).
+            save_inference_model(model, folder / "inference" / "inference", INPUT_SHAPE)
         if name in WITH_LOSSES:
             np.savez(folder / "targets.npz", gt_bbox=GT_BBOX, gt_class=GT_CLASS, pad_gt_mask=PAD_GT_MASK)
             (folder / "losses.json").write_text(json.dumps(training_losses(model, x)))

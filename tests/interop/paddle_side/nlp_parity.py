@@ -15,7 +15,6 @@ LayerNorm's epsilon by name, the activation).
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -27,6 +26,7 @@ warnings.filterwarnings("ignore")
 
 import numpy as np  # noqa: E402
 import paddle  # noqa: E402
+from paddle_models import parse_args, perturb  # noqa: E402
 from paddlenlp.transformers import (  # noqa: E402
     UIE,
     ErnieConfig,
@@ -74,19 +74,13 @@ def write_vocab(path: Path) -> None:
     path.write_text("\n".join(vocab) + "\n", encoding="utf-8")
 
 
-def perturb(model: paddle.nn.Layer, rng: np.random.RandomState) -> None:
-    """Random values for constant tensors (LayerNorm scales and shifts, zero biases) and larger encoder
-    projections; the embeddings keep PaddleNLP's N(0, 0.02) initialisation, so that their LayerNorm sees a small
-    variance and its epsilon matters as it does for the released weights."""
-    for name, tensor in model.state_dict().items():
-        value = tensor.numpy()
-        if value.size == 1 or np.all(value == value.flat[0]):
-            new = rng.normal(0.0, 0.2, value.shape) + (1.0 if "norm" in name and name.endswith(".weight") else 0.0)
-        elif value.ndim == 2 and "embeddings" not in name:
-            new = rng.normal(0.0, 0.15, value.shape)
-        else:
-            continue
-        tensor.set_value(new.astype(value.dtype))
+def larger_projections(name: str, value: np.ndarray, rng: np.random.RandomState) -> np.ndarray | None:
+    """The encoder's projections get N(0, 0.15) (attention far from uniform); the embeddings keep PaddleNLP's
+    N(0, 0.02) initialisation, so that their LayerNorm sees a small variance and its epsilon matters as it does for
+    the released weights. The constant tensors (LayerNorm scales and shifts, zero biases) get perturb's values."""
+    if value.ndim == 2 and "embeddings" not in name and not np.all(value == value.flat[0]):
+        return rng.normal(0.0, 0.15, value.shape)
+    return None
 
 
 def encode(tokenizer: ErnieTokenizer, family: str) -> dict[str, np.ndarray]:
@@ -102,13 +96,9 @@ def encode(tokenizer: ErnieTokenizer, family: str) -> dict[str, np.ndarray]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path)
-    parser.add_argument("families", nargs="+", choices=sorted(FAMILIES))
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parse_args(__doc__, FAMILIES)
     paddle.set_device("cpu")
-    for family in args.families:
+    for family in args.models:
         cls, layout = FAMILIES[family]
         folder = args.out / family
         model_dir = folder / "model"
@@ -119,7 +109,7 @@ def main() -> None:
         rng = np.random.RandomState(args.seed)
         config = ErnieConfig(vocab_size=len(tokenizer.vocab), **TINY, **layout)
         model = cls(config)
-        perturb(model, rng)
+        perturb(model, rng, larger_projections)
         model.eval()
         model.save_pretrained(str(model_dir))
         tokenizer.save_pretrained(str(model_dir))

@@ -25,46 +25,25 @@ from pathlib import Path
 
 import numpy as np
 import paddle
-
-# PaddleClas's wheel installs ppcls inside paddleclas/, whose modules import ``ppcls``: clas_parity.py (beside this
-# script, on the path when it runs) puts that folder on the path, and its perturbation is the one used here.
-from clas_parity import perturb  # noqa: E402
+from paddle_models import ppcls_on_path, random_model, run_inference, save_checkpoint
 
 
-def run_inference(model_dir: str, input_path: str, output_path: str) -> None:
+def inference(model_dir: str, input_path: str, output_path: str) -> None:
     folder = Path(model_dir)
     program = folder / "inference.pdmodel"
     if not program.exists():
         program = folder / "inference.json"
-    config = paddle.inference.Config(str(program), str(folder / "inference.pdiparams"))
-    config.disable_gpu()
-    config.disable_glog_info()
-    config.switch_ir_optim(False)  # no fusion passes: Paddle Inference computes the program as saved
-    predictor = paddle.inference.create_predictor(config)
-    handle = predictor.get_input_handle(predictor.get_input_names()[0])
     x = np.load(input_path)
-    handle.reshape(list(x.shape))
-    handle.copy_from_cpu(x)
-    predictor.run()
-    out = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+    out = run_inference(program, folder / "inference.pdiparams", x)
     np.save(output_path, out)
     print(f"{folder.name}: input {list(x.shape)} -> {list(out.shape)}", flush=True)
 
 
 def _random_model(build, out_dir: str, shape: tuple[int, ...]) -> tuple[paddle.nn.Layer, np.ndarray, Path]:
-    """A model built with a fixed seed, perturbed and in eval mode, a fixed input, and the output folder holding
-    ``model.pdparams`` and ``input.npy``."""
-    paddle.seed(0)
-    rng = np.random.RandomState(0)
-    model = build()
-    perturb(model, rng)
-    model.eval()
-    folder = Path(out_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    x = rng.uniform(-2.0, 2.0, shape).astype("float32")
-    paddle.save(model.state_dict(), str(folder / "model.pdparams"))
-    np.save(folder / "input.npy", x)
-    return model, x, folder
+    """:func:`paddle_models.random_model` (seed 0) saved into ``out_dir`` (``model.pdparams``, ``input.npy``)."""
+    model, x = random_model(build, shape)
+    save_checkpoint(model, Path(out_dir), x)
+    return model, x, Path(out_dir)
 
 
 def run_lcnet(scale: str, out_dir: str) -> None:
@@ -98,8 +77,9 @@ def run_hgnet(out_dir: str) -> None:
 
 def main() -> None:
     paddle.set_device("cpu")
+    ppcls_on_path()
     for job in json.loads(Path(sys.argv[1]).read_text()):
-        {"inference": run_inference, "lcnet": run_lcnet, "hgnet": run_hgnet}[job[0]](*job[1:])
+        {"inference": inference, "lcnet": run_lcnet, "hgnet": run_hgnet}[job[0]](*job[1:])
 
 
 if __name__ == "__main__":

@@ -15,14 +15,13 @@ resizing by a scale factor).
 
 from __future__ import annotations
 
-import argparse
 import logging
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import paddle
+from paddle_models import parse_args, random_model, save_checkpoint
 from paddleseg import models as M
 from paddleseg.models import backbones as B
 
@@ -51,41 +50,23 @@ WITH_AUXILIARY_HEADS = {"pp_liteseg_stdc1", "bisenetv1_resnet18_vd", "bisenetv2"
                         "pspnet_resnet18_vd_os8"}
 
 
-def perturb(layer: paddle.nn.Layer, rng: np.random.RandomState) -> None:
-    """Give BatchNorm statistics and every constant tensor (zero biases, unit scales) random values, and every
-    convolution and Linear weight a variance of 1 / fan-in: several PaddleSeg backbones initialise convolutions
-    with a standard deviation of 0.001, under which the logits hardly depend on the input or the deep layers."""
-    for name, tensor in layer.state_dict().items():
-        value = tensor.numpy()
-        if name.endswith(".weight") and value.ndim in (2, 4):
-            fan_in = value.shape[0] if value.ndim == 2 else int(np.prod(value.shape[1:]))  # Linear is [in, out]
-            new = rng.normal(0.0, fan_in**-0.5, value.shape)
-        elif name.endswith("._variance"):
-            new = rng.uniform(0.5, 2.0, value.shape)
-        elif name.endswith("._mean") or value.size == 1 or np.all(value == value.flat[0]):
-            new = rng.normal(0.0, 0.2, value.shape) + (1.0 if name.endswith(".weight") else 0.0)
-        else:
-            continue
-        tensor.set_value(new.astype(value.dtype))
+def unit_variance_weights(name: str, value: np.ndarray, rng: np.random.RandomState) -> np.ndarray | None:
+    """Every convolution and Linear weight gets a variance of 1 / fan-in: several PaddleSeg backbones initialise
+    convolutions with a standard deviation of 0.001, under which the logits hardly depend on the input or the deep
+    layers."""
+    if name.endswith(".weight") and value.ndim in (2, 4):
+        fan_in = value.shape[0] if value.ndim == 2 else int(np.prod(value.shape[1:]))  # Linear is [in, out]
+        return rng.normal(0.0, fan_in**-0.5, value.shape)
+    return None
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path)
-    parser.add_argument("families", nargs="+", choices=sorted(FAMILIES))
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parse_args(__doc__, FAMILIES)
     logging.getLogger("paddleseg").setLevel(logging.WARNING)
     paddle.set_device("cpu")
-    for name in args.families:
-        paddle.seed(args.seed)
-        rng = np.random.RandomState(args.seed)
-        model = FAMILIES[name]()
-        perturb(model, rng)
-        model.eval()
+    for name in args.models:
+        model, x = random_model(FAMILIES[name], INPUT_SHAPE, seed=args.seed, weights=unit_variance_weights)
         folder = args.out / name
-        folder.mkdir(parents=True, exist_ok=True)
-        x = rng.uniform(-2.0, 2.0, INPUT_SHAPE).astype("float32")
         start = time.perf_counter()
         with paddle.no_grad():
             y = model(paddle.to_tensor(x))[0].numpy()  # the main logits
@@ -96,8 +77,7 @@ def main() -> None:
                 model.training = True
                 heads = [t.numpy() for t in model(paddle.to_tensor(x))]
                 model.training = False
-        paddle.save(model.state_dict(), str(folder / "model.pdparams"))
-        np.save(folder / "input.npy", x)
+        save_checkpoint(model, folder, x)
         np.save(folder / "output.npy", y)
         np.savez(folder / "heads.npz", *heads)
         print(f"{name}: output {list(y.shape)}, max |y| {np.abs(y).max():.4g}, {len(heads)} head(s), "
