@@ -27,7 +27,8 @@ the same function (the relative difference of the eval outputs is printed). Meas
 then oarkit for every kind in every repeat, so background load hits both alike; each is the mean of as many calls
 as fit in ``--budget`` seconds after one warm-up call, and the table gives the median over the repeats with the
 ratio oarkit/Paddle (goal: <= 0.7). A model whose Paddle side is not installed is skipped with the reason.
-Both sides run with ``OMP_WAIT_POLICY=PASSIVE`` unless it is set: spinning OpenMP threads collapse on shared CPUs.
+Both sides run with ``OMP_WAIT_POLICY=PASSIVE`` unless it is set: spinning OpenMP threads collapse on shared CPUs
+(onnxruntime's own thread pool follows the policy too).
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # of 13 on 2 cores, PP-LCNet's eager forward took 85 ms at 1 thread and 3,000 ms at 2 (ACTIVE), 21-99 ms (PASSIVE).
 # Both sides run with passive waiting (the worker inherits it) unless the caller sets the policy.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# onnxruntime's own pool spins too, whatever OMP_WAIT_POLICY says: it waits passively alike unless the policy is ACTIVE
+# (PP-OCRv4 rec at 2 threads, load 3-5: 96 ms spinning, 53 ms not).
+SPINNING = os.environ["OMP_WAIT_POLICY"].upper() == "ACTIVE"
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -215,13 +219,15 @@ class Ours:
         if not self.spec.detector:
             from oarkit.core.deploy import DeployedModel
 
-            deployed = {fmt: DeployedModel(self.export_dir / fmt, threads=threads) for fmt in self.formats}
+            deployed = {fmt: DeployedModel(self.export_dir / fmt, threads=threads, spinning=SPINNING)
+                        for fmt in self.formats}
             self.runtimes = {fmt: (lambda arrays, m=model: m.run_numpy(*arrays)) for fmt, model in deployed.items()}
             return
         import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if SPINNING else "0")
         session = ort.InferenceSession(str(self.export_dir / "raw.onnx"), options, providers=["CPUExecutionProvider"])
         names = [i.name for i in session.get_inputs()]
         self.runtimes = {"onnx": lambda arrays: session.run(None, dict(zip(names, arrays)))}
@@ -441,7 +447,7 @@ def main() -> None:
         rows = run(args.models, args.threads, args.repeats, args.budget, args.workdir or Path(tmp))
     load_after = os.getloadavg()
     note = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs, OMP_WAIT_POLICY="
-            f"{os.environ['OMP_WAIT_POLICY']}; load average "
+            f"{os.environ['OMP_WAIT_POLICY']} (onnxruntime spinning: {SPINNING}); load average "
             f"{load_before[0]:.2f} before and {load_after[0]:.2f} after the run; median of {args.repeats} "
             f"interleaved repeats, each the mean of the calls that fit in {args.budget} s; versions: "
             f"{json.dumps(versions())}")
