@@ -27,19 +27,20 @@ logger = logging.getLogger("oarkit")
 RUN_FILES = ("curves.png", "metrics.csv", "predictions")
 
 
-def _setup_environment() -> None:
+def setup_environment() -> None:
+    """What every entry point sets first: offline hub, no update checks, a private inductor cache, quiet logs."""
     # Set before torch / albumentations / huggingface_hub are imported; a user's own value wins.
     os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # HF_HUB_OFFLINE=0 lets pretrained=True download from the hub
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path.home() / ".cache" / "oarkit" / "inductor"))
-    # Under torchrun only rank zero talks; the other ranks report warnings and errors.
-    level = logging.INFO if os.environ.get("RANK", "0") == "0" else logging.WARNING
-    logging.basicConfig(level=level, format="%(message)s", stream=sys.stdout)
     for noisy in ("matplotlib", "PIL", "urllib3", "h5py"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # transformers imports torchao when it is installed, and torchao registers enums in a way torch 2.14 warns
-    # about on every start; it is their deprecation, not the user's.
+    # about on every start; it is their deprecation, not the user's. torch resets its loggers' levels when its
+    # logging initialises (torchao's import does that), so the level also goes through TORCH_LOGS, which torch
+    # reads when it is imported (later than this for tools/*.py and the console script).
     logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
+    os.environ.setdefault("TORCH_LOGS", "-torch.utils._pytree")
 
 
 # ----------------------------------------------------------------------------- train
@@ -387,7 +388,10 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``oarkit`` console script and of tools/*.py."""
-    _setup_environment()
+    setup_environment()
+    # Under torchrun only rank zero talks; the other ranks report warnings and errors.
+    level = logging.INFO if os.environ.get("RANK", "0") == "0" else logging.WARNING
+    logging.basicConfig(level=level, format="%(message)s", stream=sys.stdout)
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from oarkit.core.cli import setup_environment
+
+    setup_environment()
     parser = argparse.ArgumentParser(prog="python -m oarkit.nlp", description="Taskflow predictions, as JSON lines")
     parser.add_argument("task", help="text_classification, ner, information_extraction or question_answering")
     parser.add_argument("model", help="a run directory, a model directory or a registry name")

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import cv2
 
+from oarkit.core.cli import setup_environment
+
 from .metrics import character_error_rate
 from .render import LineStyle, render_page, write_rec_set
 
@@ -159,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--pages")
     args = parser.parse_args(argv)
+    setup_environment()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     if args.step == "prepare":
         print(f"demo data at {prepare(args.out, train=args.train, val=args.val)}")
