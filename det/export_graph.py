@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from oarkit.core.errors import ConfigError
 from oarkit.core.export.compare import Difference, MatchedBoxes, Outputs
 
 from .postprocess import NMSConfig, multiclass_nms, split_detections
@@ -63,33 +64,48 @@ class DeployedDetector(nn.Module):
 
 class DetectionComparator:
     """Fixed-size detections compared image by image: the first ``num`` rows of each image matched by IoU
-    (:class:`~oarkit.core.export.compare.MatchedBoxes`).
+    (:class:`~oarkit.core.export.compare.MatchedBoxes`, a box with a box of its own class first).
 
-    A box that only one side keeps because its score sits at a cut (the score threshold, or the lowest score of
-    an image that filled all its rows) within ``margin`` is not counted as unmatched: a rounding difference decides
-    which of two near-equal boxes is kept, not the export.
+    Only detections scoring at least the image's cut are judged: ``min_score`` (or the NMS score threshold), or
+    the lowest score of an image that filled all its rows. A box within ``margin`` of the cut may be kept by one
+    side only (a rounding difference, or an int8 score shift, decides which of two near-equal boxes is kept, not
+    the export): it matches when it can and is not counted when it cannot.
 
     Args:
         score_threshold: the NMS score threshold.
         margin: the score band around a cut whose boxes may differ.
         min_iou: pairs below this IoU do not match.
+        min_score: judge only detections scoring at least this (``None``: every detection the NMS keeps); an int8
+            artifact is held to the confident detections a user sees, not to the low-score tail that any
+            perturbation reshuffles.
+        tolerances: bounds of its own per output (``boxes``: ``1 - IoU`` of the worst pair or the share of judged
+            boxes left unmatched; ``scores``: the largest score difference; ``labels``: the share of pairs that
+            change class), in place of the export format's.
     """
 
     names = ("boxes", "scores", "labels", "num")
 
-    def __init__(self, score_threshold: float = 0.0, margin: float = 1e-3, min_iou: float = 0.5) -> None:
+    def __init__(self, score_threshold: float = 0.0, margin: float = 1e-3, min_iou: float = 0.5, *,
+                 min_score: float | None = None, tolerances: dict[str, float] | None = None) -> None:
+        unknown = sorted(set(tolerances or {}) - set(self.names))
+        if unknown:
+            raise ConfigError(f"DetectionComparator tolerances for {unknown}: the outputs are {list(self.names)}")
         self.score_threshold, self.margin = float(score_threshold), float(margin)
-        self.matcher = MatchedBoxes("boxes", scores="scores", labels="labels", batch_index="image", min_iou=min_iou)
+        self.min_score = None if min_score is None else float(min_score)
+        self.tolerances = dict(tolerances or {})
+        self.matcher = MatchedBoxes("boxes", scores="scores", labels="labels", batch_index="image", min_iou=min_iou,
+                                    optional="optional")
 
     def _rows(self, out: Outputs, cut: list[float]) -> dict[str, torch.Tensor]:
-        rows: dict[str, list[torch.Tensor]] = {"boxes": [], "scores": [], "labels": [], "image": []}
+        rows: dict[str, list[torch.Tensor]] = {"boxes": [], "scores": [], "labels": [], "image": [], "optional": []}
         for i, count in enumerate(out["num"].reshape(-1).tolist()):
             scores = out["scores"][i, :count].float().cpu()
-            keep = scores >= cut[i] + self.margin
+            keep = scores >= cut[i] - self.margin
             rows["boxes"].append(out["boxes"][i, :count].float().cpu()[keep])
             rows["scores"].append(scores[keep])
             rows["labels"].append(out["labels"][i, :count].long().cpu()[keep])
             rows["image"].append(torch.full((int(keep.sum()),), i, dtype=torch.long))
+            rows["optional"].append(scores[keep] < cut[i] + self.margin)
         return {k: torch.cat(v) if v else torch.zeros(0) for k, v in rows.items()}
 
     def __call__(self, reference: Outputs, actual: Outputs) -> dict[str, Difference]:
@@ -99,7 +115,7 @@ class DetectionComparator:
         rows = reference["scores"].shape[1]
         cut = []
         for i in range(reference["scores"].shape[0]):
-            c = self.score_threshold
+            c = self.score_threshold if self.min_score is None else max(self.score_threshold, self.min_score)
             for side in (reference, actual):
                 n = int(side["num"].reshape(-1)[i])
                 if n == rows and n:  # a full image: its lowest score is a cut too
@@ -107,8 +123,14 @@ class DetectionComparator:
             cut.append(c)
         diffs = self.matcher(self._rows(reference, cut), self._rows(actual, cut))
         diffs.pop("image", None)
+        diffs.pop("optional", None)
         num_ref, num_act = reference["num"].reshape(-1).long().cpu(), actual["num"].reshape(-1).long().cpu()
         changed = int((num_ref != num_act).sum())
         diffs["num"] = Difference(0.0, float((num_ref - num_act).abs().max()) if len(num_ref) else 0.0,
                                   f"{changed} images keep another number of boxes (near the cuts)" if changed else "")
+        if self.min_score is not None:
+            diffs["boxes"].note = "; ".join(filter(None, [f"detections scoring >= {self.min_score:g} judged",
+                                                          diffs["boxes"].note]))
+        for name, bound in self.tolerances.items():
+            diffs[name].tolerance = float(bound)
         return diffs

@@ -55,6 +55,7 @@ class DetectionMetric(Metric):
     """Shared parts: per-image results, sorted and de-duplicated by image id before computing."""
 
     main_indicator = "map"
+    full_scale = 1.0  # mAP is a fraction: an export tolerance of 1 point is 0.01 mAP
 
     def __init__(self, num_classes: int, class_names: Sequence[str] | None = None) -> None:
         if num_classes < 1:

@@ -150,6 +150,11 @@ class DeploySpec:
         compare: how verification compares the artifact's outputs with eager ones: a comparator or a list of them
             (:mod:`oarkit.core.export.compare`: ragged rows, boxes matched by IoU, probabilities); outputs none of
             them reports are compared element-wise relative to their range, with equal shapes.
+        quantized_compare: the comparators for int8 artifacts (int8 formats, and float formats carrying a QAT
+            graph), when they must judge otherwise than ``compare`` (a detector: confident detections only, with
+            bounds of their own); ``None``: ``compare``.
+        export_options: per format name, the options this model exports with unless the caller gives them (a
+            detector: ``{"onnx_int8": {"op_types": ["Conv"]}}``, so decoding and NMS stay float).
         deployed_wrapper: makes a deployed artifact (positional tensors in, a tuple out) callable as the task's
             ``validation_step`` calls the trained model (keyword inputs, named outputs), so verification scores the
             artifact with the task's own code; ``None``: the task calls models as the export wrapper is called.
@@ -166,6 +171,8 @@ class DeploySpec:
     dynamic_axes: dict[str, dict[int, str]] = field(default_factory=dict)
     output_axes: dict[str, dict[int, str]] = field(default_factory=dict)
     compare: OutputComparator | Sequence[OutputComparator] | None = None
+    quantized_compare: OutputComparator | Sequence[OutputComparator] | None = None
+    export_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     deployed_wrapper: Callable[[nn.Module], nn.Module] | None = None
     preprocessing: dict[str, Any] = field(default_factory=dict)
     postprocessing: dict[str, Any] = field(default_factory=dict)

@@ -28,10 +28,13 @@ class Metric(ABC):
             (a saturated accuracy, say: the later epoch becomes best only if it is better on this one); ``None``:
             ties keep the earlier result.
         tie_breaker_higher_is_better: whether a larger tie breaker is better (a loss: no).
+        full_scale: the main indicator's value for a perfect result: 100 for a percentage (the default), 1 for a
+            fraction (mAP, mIoU). Export tolerances are stated in points, hundredths of it.
     """
 
     main_indicator: str = "loss"
     higher_is_better: bool = True
+    full_scale: float = 100.0
     tie_breaker: str | None = None
     tie_breaker_higher_is_better: bool = False
 

@@ -2,7 +2,8 @@
 
 A comparator takes one batch's outputs of both, by output name, and returns a :class:`Difference` for each output
 it judges. The number it reports (``error``) is held against the export format's tolerance (``1e-4`` for float
-formats, ``0.5`` for int8), so each comparator states its error as a fraction:
+formats, ``0.5`` for int8) unless the comparator states a bound of its own (``Difference.tolerance``: a comparator
+that knows what its number means, a score difference say), so each comparator states its error as a fraction:
 
 - :class:`RangeRelative` (the default): equal shapes, ``max |artifact - eager| / max |eager|``.
 - :class:`RaggedRows`: outputs whose row count depends on the data (rows above a threshold); equal counts, rows
@@ -38,16 +39,22 @@ class Difference:
         error: the number held against the format's tolerance (see the module docstring).
         max_abs: the largest absolute difference of compared values.
         note: what a failure message adds to the number (``3 rows, eager 4``).
+        tolerance: the bound the comparator holds ``error`` to, in place of the format's (``None``: the format's).
     """
 
     error: float
     max_abs: float = 0.0
     note: str = ""
+    tolerance: float | None = None
 
     def worse(self, other: Difference) -> Difference:
         """The worse of two differences (the larger error, with its note), keeping the larger ``max_abs``."""
         worst = other if other.error > self.error or math.isnan(other.error) else self
-        return Difference(worst.error, max(self.max_abs, other.max_abs), worst.note)
+        return Difference(worst.error, max(self.max_abs, other.max_abs), worst.note, worst.tolerance)
+
+    def within(self, format_tolerance: float) -> bool:
+        """Whether ``error`` is within its own tolerance, or the format's when it states none (NaN is not)."""
+        return self.error <= (format_tolerance if self.tolerance is None else self.tolerance)
 
 
 @runtime_checkable
@@ -137,9 +144,11 @@ def box_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 class MatchedBoxes:
     """Detections of a variable count, matched greedily by IoU (eager boxes by descending score).
 
-    ``boxes``' error is ``1 - IoU`` of the worst matched pair, or the share of boxes (of both sides) left
-    unmatched when that is larger; ``scores``' error is the largest score difference of matched pairs (scores
-    are probabilities: absolute), ``labels``' the share of matched pairs whose labels differ.
+    A box matches the unmatched box of its own label that overlaps it most, when one reaches ``min_iou``, else
+    the one of any label that does (a label change). ``boxes``' error is ``1 - IoU`` of the worst matched pair, or
+    the share of boxes (of both sides) left unmatched when that is larger; ``scores``' error is the largest score
+    difference of matched pairs (scores are probabilities: absolute), ``labels``' the share of matched pairs whose
+    labels differ.
 
     Args:
         boxes: the output of ``x1, y1, x2, y2`` boxes, [N, 4].
@@ -147,14 +156,16 @@ class MatchedBoxes:
         labels: the output of their class ids [N], when there is one.
         batch_index: the output saying which image each box belongs to [N] (boxes only match within an image).
         min_iou: pairs below this IoU do not match.
+        optional: the output flagging rows [N] that may stay unmatched (detections whose score sits near a cut,
+            which a rounding difference keeps on one side only); a pair of two such rows is not judged.
     """
 
     def __init__(self, boxes: str = "boxes", *, scores: str | None = None, labels: str | None = None,
-                 batch_index: str | None = None, min_iou: float = 0.5) -> None:
+                 batch_index: str | None = None, min_iou: float = 0.5, optional: str | None = None) -> None:
         if not 0 < min_iou <= 1:
             raise ConfigError(f"MatchedBoxes(min_iou={min_iou}) must lie in (0, 1]")
         self.boxes, self.scores, self.labels, self.batch_index = boxes, scores, labels, batch_index
-        self.min_iou = float(min_iou)
+        self.min_iou, self.optional = float(min_iou), optional
 
     def _match(self, reference: Outputs, actual: Outputs) -> list[tuple[int, int, float]]:
         ref, act = _float(reference[self.boxes]).reshape(-1, 4), _float(actual[self.boxes]).reshape(-1, 4)
@@ -163,6 +174,8 @@ class MatchedBoxes:
             same = _float(reference[self.batch_index]).reshape(-1)[:, None] == _float(
                 actual[self.batch_index]).reshape(-1)[None, :]
             iou = torch.where(same, iou, torch.full_like(iou, -1.0))
+        same_label = None if self.labels is None else (
+            reference[self.labels].reshape(-1).cpu()[:, None] == actual[self.labels].reshape(-1).cpu()[None, :])
         order = range(len(ref)) if self.scores is None else torch.argsort(
             _float(reference[self.scores]).reshape(-1), descending=True, stable=True).tolist()
         taken: set[int] = set()
@@ -172,23 +185,37 @@ class MatchedBoxes:
                 break
             candidates = iou[i].clone()
             candidates[list(taken)] = -1.0
+            if same_label is not None:
+                own = torch.where(same_label[i], candidates, torch.full_like(candidates, -1.0))
+                if float(own.max()) >= self.min_iou:
+                    candidates = own
             j = int(candidates.argmax())
             if float(candidates[j]) >= self.min_iou:
                 taken.add(j)
                 pairs.append((i, j, float(candidates[j])))
         return pairs
 
+    def _optional(self, out: Outputs) -> torch.Tensor:
+        count = int(out[self.boxes].shape[0])
+        if self.optional is None:
+            return torch.zeros(count, dtype=torch.bool)
+        return out[self.optional].reshape(-1).cpu().bool()
+
     def __call__(self, reference: Outputs, actual: Outputs) -> dict[str, Difference]:
         n_ref, n_act = int(reference[self.boxes].shape[0]), int(actual[self.boxes].shape[0])
-        pairs = self._match(reference, actual)
-        unmatched = (n_ref - len(pairs)) + (n_act - len(pairs))
-        share = unmatched / max(1, n_ref + n_act)
+        opt_ref, opt_act = self._optional(reference), self._optional(actual)
+        matched = self._match(reference, actual)
+        pairs = [(i, j, iou) for i, j, iou in matched if not (opt_ref[i] and opt_act[j])]
+        hit_ref, hit_act = {i for i, _, _ in matched}, {j for _, j, _ in matched}
+        unmatched = sum(1 for i in range(n_ref) if i not in hit_ref and not opt_ref[i]) + sum(
+            1 for j in range(n_act) if j not in hit_act and not opt_act[j])
+        share = unmatched / max(1, int((~opt_ref).sum()) + int((~opt_act).sum()))
         worst_iou = min((iou for _, _, iou in pairs), default=1.0)
         ref_idx = torch.tensor([i for i, _, _ in pairs], dtype=torch.long)
         act_idx = torch.tensor([j for _, j, _ in pairs], dtype=torch.long)
         box_abs = float((_float(reference[self.boxes])[ref_idx] - _float(actual[self.boxes])[act_idx]).abs().max()
                         ) if pairs else 0.0
-        note = f"{n_act} boxes, eager {n_ref}, {len(pairs)} matched at IoU >= {self.min_iou:g}" if unmatched else ""
+        note = f"{n_act} boxes, eager {n_ref}, {len(matched)} matched at IoU >= {self.min_iou:g}" if unmatched else ""
         out = {self.boxes: Difference(max(1.0 - worst_iou, share), box_abs, note)}
         if self.scores is not None:
             diff = float((_float(reference[self.scores])[ref_idx] - _float(actual[self.scores])[act_idx]).abs().max()
@@ -201,6 +228,8 @@ class MatchedBoxes:
                                           f"{differ} of {len(pairs)} matched boxes change class" if differ else "")
         if self.batch_index is not None:
             out[self.batch_index] = Difference(0.0, 0.0, "boxes are matched within each image")
+        if self.optional is not None:
+            out[self.optional] = Difference(0.0, 0.0, "rows near a cut may stay unmatched")
         return out
 
 

@@ -20,7 +20,19 @@ if TYPE_CHECKING:
 Exporter = Callable[["ExportContext"], str]
 
 INT8_ATOL_REL = 0.5  # of the output range, on random inputs the calibration never saw; the metric decides
-INT8_METRIC_TOLERANCE = 1.0  # points of the main metric
+INT8_METRIC_TOLERANCE = 1.0  # points: hundredths of the main metric's full scale (see metric_allowance)
+
+
+def metric_allowance(points: float, full_scale: float = 100.0) -> float:
+    """A tolerance in points as a change of the metric itself: ``points`` hundredths of its ``full_scale``.
+
+    One point is 1.0 of a percentage (top-1 accuracy, F1) and 0.01 of a fraction (COCO mAP, mIoU), so one
+    tolerance means the same for every kit (:attr:`Metric.full_scale <oarkit.core.engine.metric.Metric.full_scale>`).
+    """
+    if not full_scale > 0:
+        raise ConfigError(f"a metric's full_scale must be positive (100 for a percentage, 1 for a fraction), "
+                          f"got {full_scale!r}")
+    return float(points) * float(full_scale) / 100.0
 
 
 @dataclass(frozen=True)
@@ -38,7 +50,8 @@ class ExportFormat:
         after: a format whose artifact this one is built from (exported first when missing).
         quantized: whether the artifact holds int8 weights and activations (needs calibration images).
         atol_rel: the output tolerance, as max |artifact - eager| over max |eager| per output.
-        metric_tolerance: the largest accepted drop of the task's main metric (points) against eager.
+        metric_tolerance: the largest accepted drop of the task's main metric against eager, in points
+            (hundredths of the metric's full scale, :func:`metric_allowance`).
         runtime_options: settings the artifact's runtime is opened with (written into deploy.yaml).
     """
 

@@ -24,7 +24,7 @@ from oarkit.core.deploy.model import DeployedModel
 from oarkit.core.engine.deploy_spec import DeploySpec, Dim, InputSpec
 from oarkit.core.errors import ConfigError, OarkitError
 from oarkit.core.export.context import CalibrationBatches, ExportContext
-from oarkit.core.export.formats import ExportFormat, get_format, parse_formats
+from oarkit.core.export.formats import ExportFormat, get_format, metric_allowance, parse_formats
 from oarkit.core.export.prepare import (
     batch_one_sizes,
     deploy_copy,
@@ -105,6 +105,7 @@ class Exporter:
         self._calibration: CalibrationBatches | None = None
         self._val_dataset: Any = None
         self._higher_is_better = True
+        self._full_scale = 100.0
 
     # -------------------------------------------------------------- data
     def _dataset(self, split: str) -> Any:
@@ -161,6 +162,7 @@ class Exporter:
                 indicator = metric.main_indicator
                 report.main_indicator = indicator
                 self._higher_is_better = metric.higher_is_better
+                self._full_scale = float(metric.full_scale)
                 report.eager_metric = float(task_metric(self.source.task, baseline, dataset,
                                                         batch_size=self.batch_size, limit=self.metric_limit)[indicator])
         done: dict[str, Path] = {}
@@ -188,9 +190,9 @@ class Exporter:
 
     def export_one(self, fmt: ExportFormat, done: dict[str, Path], report: ExportReport) -> ExportRow:
         folder = self.output_dir / self.folder_name(fmt)
-        tolerance, metric_tolerance = fmt.tolerances(int8_graph=bool(self.prequantized))
+        tolerance, metric_points = fmt.tolerances(int8_graph=bool(self.prequantized))
         row = ExportRow(format=self.folder_name(fmt), folder=str(folder), tolerance=tolerance,
-                        metric_tolerance=metric_tolerance)
+                        metric_tolerance=metric_allowance(metric_points, self._full_scale))
         tic = time.perf_counter()
         try:
             if fmt.after is not None and fmt.after not in done:
@@ -199,7 +201,9 @@ class Exporter:
                 raise ConfigError("the model is already int8 (quantization-aware training); export its float "
                                   "formats instead, which carry the int8 graph")
             fmt.check_dependencies()
-            options = fmt.resolve_options(self.options.get(fmt.name, {}))
+            # the model's own choices (a detector's int8 op types) first, then the caller's
+            options = fmt.resolve_options({**self.spec.export_options.get(fmt.name, {}),
+                                           **self.options.get(fmt.name, {})})
             manifest = self._write(fmt, folder, options, done)
             done[fmt.name] = folder
             row.size_bytes = _folder_size(folder)
@@ -266,13 +270,18 @@ class Exporter:
                             "(%s)", "; ".join(misfit))
             else:
                 batches.append(real)
-        errors = compare_outputs(self.reference, deployed, batches, self.spec.output_names, self.spec.compare)
-        row.outputs = {name: {"max_abs": e.max_abs, "max_rel": e.error} for name, e in errors.items()}
+        int8 = fmt.quantized or bool(self.prequantized)
+        compare = self.spec.quantized_compare if int8 and self.spec.quantized_compare is not None \
+            else self.spec.compare
+        errors = compare_outputs(self.reference, deployed, batches, self.spec.output_names, compare)
+        row.outputs = {name: {"max_abs": e.max_abs, "max_rel": e.error,
+                              **({"tolerance": e.tolerance} if e.tolerance is not None else {})}
+                       for name, e in errors.items()}
         row.max_rel = max((e.error for e in errors.values()), default=0.0)
         row.latency_ms = median_latency_ms(deployed, self.inputs_b1())
-        problems = [f"output {name!r} differs by {e.error:.3g} (tolerance {row.tolerance:g}"
-                    f"{'; ' + e.note if e.note else ''})"
-                    for name, e in errors.items() if not e.error <= row.tolerance]  # NaN fails too
+        problems = [f"output {name!r} differs by {e.error:.3g} (tolerance "
+                    f"{row.tolerance if e.tolerance is None else e.tolerance:g}{'; ' + e.note if e.note else ''})"
+                    for name, e in errors.items() if not e.within(row.tolerance)]  # NaN fails too
         if dataset is not None and report.main_indicator is not None:
             scored = self.spec.deployed_wrapper(deployed) if self.spec.deployed_wrapper else deployed
             value = task_metric(self.source.task, scored, dataset, batch_size=self.batch_size,
@@ -282,7 +291,8 @@ class Exporter:
             loss = -row.metric_delta if self._higher_is_better else row.metric_delta
             if loss > row.metric_tolerance:
                 problems.append(f"{report.main_indicator} {'drops' if self._higher_is_better else 'rises'} by "
-                                f"{loss:.2f} points (tolerance {row.metric_tolerance:g})")
+                                f"{loss:.3g} (tolerance {row.metric_tolerance:.3g}, "
+                                f"{100 * row.metric_tolerance / self._full_scale:g} points of {self._full_scale:g})")
         row.status = "fail" if problems else "pass"
         row.message = "; ".join(problems)
         manifest.verification = {"status": row.status, "outputs": row.outputs, "tolerance": row.tolerance,

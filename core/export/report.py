@@ -27,7 +27,8 @@ class ExportRow:
         tolerance: the format's tolerance on ``max_rel``.
         metric: the task's main metric of the artifact (with ``--data``).
         metric_delta: the artifact's metric minus the eager (float) model's.
-        metric_tolerance: the largest drop accepted.
+        metric_tolerance: the largest drop accepted, in the metric's own units (the format's points scaled by
+            the metric's full scale: 1 point is 1.0 of top-1 accuracy and 0.01 of COCO mAP).
         message: why it failed, and what to do.
         export_s: seconds spent exporting.
     """
@@ -80,7 +81,7 @@ class ExportReport:
             _num(self.eager_metric), "", "reference"]) + " |")
         for r in self.rows:
             err = f"{r.max_rel:.2e} ({r.tolerance:.0e})" if r.max_rel is not None and r.tolerance else "-"
-            delta = f"{r.metric_delta:+.2f}" if r.metric_delta is not None else "-"
+            delta = f"{r.metric_delta:+.3g}" if r.metric_delta is not None else "-"
             result = r.status if not r.message else f"{r.status}: {r.message.splitlines()[0][:160]}"
             lines.append("| " + " | ".join([r.format, _size(r.size_bytes), _ms(r.latency_ms), err, _num(r.metric),
                                             delta, result.replace("|", "/")]) + " |")
@@ -107,4 +108,4 @@ def _ms(v: float | None) -> str:
 
 
 def _num(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}"
+    return "-" if v is None else f"{v:.4g}"  # 4 digits: 93.21 (top-1 %), 0.7394 (mAP)

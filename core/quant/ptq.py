@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import io
 import logging
 import tempfile
@@ -40,6 +41,26 @@ def float_stem_nodes(model: Any, *, max_channels: int = 4) -> list[str]:
         if numpy_helper.to_array(weights[node.input[1]]).shape[1] * groups <= max_channels:
             names.append(node.name)
     return names
+
+
+def float_module_nodes(model: Any, patterns: Sequence[str]) -> list[str]:
+    """Names of the nodes that read a weight of the modules ``patterns`` name (``model.head.proj_conv``, or a
+    glob such as ``*.proj_conv``): the exported graph names each weight by its module path.
+
+    Raises:
+        ConfigError: a pattern names no weight of the graph (the message shows some weight names).
+    """
+    weights = [i.name for i in model.graph.initializer]
+
+    def hit(name: str, pattern: str) -> bool:
+        return fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(name, pattern + ".*")
+
+    unknown = [p for p in patterns if not any(hit(w, p) for w in weights)]
+    if unknown:
+        raise ConfigError(f"float_modules {unknown} name no weight of the graph; weights are named by module path, "
+                          f"e.g. {weights[:4]}")
+    chosen = {w for w in weights if any(hit(w, p) for p in patterns)}
+    return [n.name for n in model.graph.node if chosen & set(n.input)]
 
 
 def _preprocessed(source: Path, folder: Path) -> Path:
@@ -86,7 +107,7 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
                          calibration_method: str = "percentile", percentile: float = 99.99,
                          float_stem: bool = True, nodes_to_exclude: Sequence[str] = (),
                          op_types: Sequence[str] | None = None, reduce_range: bool = False,
-                         preprocess: bool = True) -> Path:
+                         float_modules: Sequence[str] = (), preprocess: bool = True) -> Path:
     """Quantize a float ONNX model to QDQ int8: uint8 activations, int8 weights (per channel by default).
 
     Signed activations and dynamic quantization run slower than fp32 for CNNs on x86 onnxruntime; uint8
@@ -110,6 +131,8 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
         reduce_range: 7-bit weights. On CPUs without VNNI (see :func:`int8_dot_products_are_exact`) onnxruntime's
             u8s8 kernels saturate 16-bit pair sums with 8-bit weights; 7-bit ones cannot saturate, so the
             artifact computes exactly what its QDQ graph says, at a coarser weight grid.
+        float_modules: modules whose layers stay float, by module path or glob (:func:`float_module_nodes`; a
+            detector's fixed DFL projection, which decodes box distances).
         preprocess: run onnxruntime's shape inference and graph optimisation first (recommended).
 
     Returns:
@@ -144,7 +167,8 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
         source = _preprocessed(Path(fp32_path), Path(tmp)) if preprocess else Path(fp32_path)
         model = onnx.load(str(source))
         _name_nodes(model)
-        excluded = [*(float_stem_nodes(model) if float_stem else []), *nodes_to_exclude]
+        excluded = [*(float_stem_nodes(model) if float_stem else []), *nodes_to_exclude,
+                    *float_module_nodes(model, float_modules)]
         unknown = sorted(set(nodes_to_exclude) - {n.name for n in model.graph.node})
         if unknown:
             raise ConfigError(f"nodes_to_exclude names {unknown}, which the graph does not have; node names are "

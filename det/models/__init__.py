@@ -29,6 +29,10 @@ The contract every ``det/`` model keeps (modelled on torchvision's detection mod
   the first ``model.static_assigner_epoch`` epochs and with the task-aligned assigner after (Paddle's
   ``epoch_id``); the task calls it from a callback at each epoch start (:class:`oarkit.det.assigners
   .AssignerEpochCallback`). Other models accept and ignore it.
+- ``model.int8_float_modules`` (a tuple of module paths, empty unless said): layers that decode rather than
+  detect and stay float in int8 exports (PP-YOLOE's fixed DFL projection ``yolo_head.proj_conv``, a convolution
+  that integrates the distance bins; PicoDet's integral is a matrix product, which the kit's int8 op types leave
+  float anyway).
 - ``model.reparameterize()`` where the model has re-parameterizable blocks (PP-YOLOE's RepVGG blocks): folded
   before export with equal outputs.
 - Cards: task id ``det``, a :class:`~oarkit.core.cards.DetectorInput` (size the weights were evaluated at, stride

@@ -308,6 +308,9 @@ class PPYOLOE(DetectionModel):
         reg_max: distance bins are ``0 .. reg_max``.
     """
 
+    #: the fixed DFL projection integrates the distance bins into box sides: int8 there moves every box edge
+    int8_float_modules = ("yolo_head.proj_conv",)
+
     def __init__(self, *, num_classes: int = 80, width_mult: float = 1.0, depth_mult: float = 1.0,
                  use_alpha: bool = True, static_assigner_epoch: int = 30, reg_max: int = 16) -> None:
         super().__init__()

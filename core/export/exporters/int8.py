@@ -38,7 +38,8 @@ def export_onnx_int8(ctx: ExportContext) -> str:
                          per_channel=ctx.options["per_channel"], calibration_method=ctx.options["calibration_method"],
                          percentile=ctx.options["percentile"], float_stem=ctx.options["float_stem"],
                          nodes_to_exclude=list(ctx.options["nodes_to_exclude"]),
-                         op_types=ctx.options["op_types"] or None, reduce_range=ctx.options["reduce_range"])
+                         op_types=ctx.options["op_types"] or None, reduce_range=ctx.options["reduce_range"],
+                         float_modules=list(ctx.options["float_modules"]))
     if not ctx.options["reduce_range"] and not int8_dot_products_are_exact():
         logger.warning("this CPU has no VNNI: onnxruntime's int8 kernels saturate with 8-bit weights and the "
                        "artifact drifts from its calibrated graph; onnx_int8.reduce_range=true uses 7-bit weights")
@@ -47,7 +48,8 @@ def export_onnx_int8(ctx: ExportContext) -> str:
                         "activations": "uint8", "weights": "int8", "per_channel": ctx.options["per_channel"],
                         "calibration_method": ctx.options["calibration_method"],
                         "percentile": ctx.options["percentile"], "float_stem": ctx.options["float_stem"],
-                        "reduce_range": ctx.options["reduce_range"],
+                        "reduce_range": ctx.options["reduce_range"], "op_types": list(ctx.options["op_types"]),
+                        "float_modules": list(ctx.options["float_modules"]),
                         "calibration_samples": sum(int(b[0].shape[0]) for b in batches)}
     return path.name
 
@@ -95,7 +97,7 @@ def export_pt2_int8(ctx: ExportContext) -> str:
 
 _PTQ_OPTIONS = {"per_channel": True, "calibration_method": "percentile", "percentile": 99.99, "float_stem": True,
                 "nodes_to_exclude": [], "op_types": [],
-                "reduce_range": False}
+                "reduce_range": False, "float_modules": []}
 
 register_format(ExportFormat(
     name="onnx_int8", artifact="model.onnx", runtime="onnxruntime", exporter=export_onnx_int8,
