@@ -94,18 +94,23 @@ def export_pipeline(output_dir: str | Path, *, det: str | Path = "ocr/ppocrv4_de
                     rec: str | Path = "ocr/ppocrv4_rec_mobile", cls: str | Path | None = None,
                     format: str = "onnx", pretrained: bool | str = True, verify: bool = True,
                     det_example: tuple[int, int] = (640, 640), rec_example_width: int = 320,
-                    parameters: dict[str, Any] | None = None) -> tuple[Path, dict[str, ExportReport]]:
+                    parameters: dict[str, Any] | None = None, data_roots: dict[str, str] | None = None,
+                    calibration_images: int = 256) -> tuple[Path, dict[str, ExportReport]]:
     """Export det, (cls) and rec to ``format`` under ``output_dir`` and write its ``pipeline.yaml``.
 
     Args:
         output_dir: the pipeline folder (``det/<format>``, ``rec/<format>``, ... inside).
         det, rec, cls: run directories or registry names.
-        format: an export format (``onnx``, ``openvino``, ...).
+        format: an export format (``onnx``, ``openvino``, ``onnx_int8``, ...); the stages run its artifacts
+            (the float artifacts an int8 format is built from are written beside them).
         pretrained: for registry names, load the registered weights.
         verify: verify each artifact against eager PyTorch (random inputs inside the declared ranges).
         det_example: the detector's traced ``(height, width)`` (multiples of 32).
         rec_example_width: the recognizer's traced width.
         parameters: the glue's keyword arguments (``drop_score``, ``rec_batch_size``, ...).
+        data_roots: per stage (``det``, ``cls``, ``rec``), a dataset for int8 calibration and the verification
+            metric (a run directory brings its own; a registry name has none).
+        calibration_images: training images int8 calibration reads per stage.
 
     Returns:
         ``(folder, {stage: ExportReport})``.
@@ -127,9 +132,10 @@ def export_pipeline(output_dir: str | Path, *, det: str | Path = "ocr/ppocrv4_de
             example = (torch.randn(1, 3, *det_example),)
         elif kind == "rec":
             example = (torch.randn(1, 3, int(src.task.preprocessing.get("height", 48)), int(rec_example_width)),)
-        report = export(src, format, output_dir=output_dir / kind, verify=verify, example_inputs=example)
+        report = export(src, format, output_dir=output_dir / kind, verify=verify, example_inputs=example,
+                        data_root=(data_roots or {}).get(kind), calibration_images=calibration_images)
         reports[kind] = report
-        row = report.rows[0]
+        row = report.rows[-1]  # the format asked for comes after those it is built from
         if row.status not in ("pass", "unverified"):
             raise OarkitError(f"the {kind} stage failed to export to {format}: {row.status}: {row.message}")
         stages[kind] = StageSpec(model=f"{kind}/{row.format}")

@@ -84,6 +84,7 @@ class DetMetric(Metric):
     """
 
     main_indicator = "hmean"
+    full_scale = 1.0  # a fraction, as PaddleOCR reports it
 
     def __init__(self, iou_threshold: float = 0.5) -> None:
         self.iou_threshold = float(iou_threshold)
@@ -117,6 +118,7 @@ class RecMetric(Metric):
     """
 
     main_indicator = "acc"
+    full_scale = 1.0  # a fraction, as PaddleOCR reports it
     tie_breaker = "norm_edit_dis"
     tie_breaker_higher_is_better = True
 
@@ -148,6 +150,7 @@ class ClsMetric(Metric):
     """Orientation accuracy: ``update`` takes ``[B, 2]`` scores and the batch's ``labels``."""
 
     main_indicator = "acc"
+    full_scale = 1.0  # a fraction, as PaddleOCR reports it
 
     def reset(self) -> None:
         self.state = {"correct": torch.zeros(()), "total": torch.zeros(())}

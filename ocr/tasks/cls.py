@@ -16,9 +16,14 @@ from oarkit.core.export.compare import Probabilities
 from oarkit.core.registry import factory_name, model_factory, model_info
 
 from ..data.module import OCRClsData
+from ..int8 import ThresholdAgreement, int8_export_options
 from ..metrics import ClsMetric
 
 LABELS = ["0", "180"]
+#: the pipeline turns a line when the classifier gives 180 degrees at least this probability (PaddleOCR's cls_thresh)
+TURN_THRESHOLD = 0.9
+#: the share of lines whose turn decision an int8 export may change
+INT8_TURN_TOLERANCE = 0.05
 
 
 class ClsExport(nn.Module):
@@ -92,12 +97,17 @@ class TextOrientationTask(Task):
         return (torch.randn(1, 3, int(p.get("height", 48)), int(p.get("width", 192))),)
 
     def deploy_spec(self, model: nn.Module) -> DeploySpec:
-        """Probabilities with a dynamic batch at the classifier's fixed input size."""
+        """Probabilities with a dynamic batch at the classifier's fixed input size; an int8 artifact is held to
+        the decision the pipeline takes from them (turn a line when its 180-degree probability reaches 0.9)."""
         return DeploySpec(module=ClsExport(model).eval(), example_inputs=self.example_inputs(),
                           input_names=["images"], output_names=["probabilities"],
                           inputs=[InputSpec("images", [Dim("batch", 1, 64), 3, None, None])],
-                          compare=Probabilities(["probabilities"]), preprocessing=self.preprocessing,
-                          postprocessing={"threshold": 0.9}, labels=LABELS)
+                          compare=Probabilities(["probabilities"]),
+                          quantized_compare=ThresholdAgreement(["probabilities"], threshold=TURN_THRESHOLD, column=1,
+                                                               tolerance=INT8_TURN_TOLERANCE),
+                          export_options=int8_export_options(["Conv"]),
+                          preprocessing=self.preprocessing, postprocessing={"threshold": TURN_THRESHOLD},
+                          labels=LABELS)
 
     def meta(self) -> dict[str, Any]:
         return {"preprocessing": self.preprocessing, "labels": LABELS}

@@ -21,12 +21,46 @@ from oarkit.core.export import export
 from oarkit.ocr import OCR, OCRResult, export_pipeline, export_source, render_page
 
 
-def test_orientation_classifier_exports_and_verifies(tmp_path):
-    report = export(export_source("ocr/cls_mv3_mobile"), "onnx,openvino", output_dir=tmp_path)
-    assert [r.status for r in report.rows] == ["pass", "pass"], [r.message for r in report.rows]
+def _int8_checks(report, int8_share: float) -> None:
+    """Every row passed (int8: the decisions its outputs drive and the task metric within their bounds), and the
+    int8 artifact is at most ``int8_share`` of the float one."""
+    rows = {r.format: r for r in report.rows}
+    assert all(r.status == "pass" for r in rows.values()), {f: r.message for f, r in rows.items()}
+    int8, fp32 = rows["onnx_int8"], rows["onnx"]
+    print(f"{report.source}: fp32 {fp32.size_bytes / 1e6:.2f} MB, int8 {int8.size_bytes / 1e6:.2f} MB, "
+          f"{report.main_indicator} {report.eager_metric:.4f} -> {int8.metric:.4f}, outputs {int8.outputs}")
+    assert int8.size_bytes < int8_share * fp32.size_bytes
+    assert int8.metric_delta >= -0.01  # one point of a fraction
+    quantization = read_manifest(int8.folder).quantization
+    assert quantization["activations"] == "uint8" and quantization["reduce_range"] is True
+
+
+def test_orientation_classifier_exports_and_verifies(tmp_path, rec_root):
+    # float formats against eager outputs; int8 (Conv only, 7-bit weights, calibrated on rendered lines) by its
+    # turn decisions
+    report = export(export_source("ocr/cls_mv3_mobile"), "onnx,openvino,onnx_int8", output_dir=tmp_path,
+                    data_root=str(rec_root), calibration_images=8, batch_size=8)
+    _int8_checks(report, int8_share=0.6)
     manifest = read_manifest(tmp_path / "onnx")
     assert manifest.task == "ocr/cls" and manifest.labels == ["0", "180"]
     assert manifest.preprocessing["height"] == 48 and manifest.preprocessing["width"] == 192
+
+
+@pytest.mark.slow
+def test_detector_int8_keeps_the_binary_map_and_hmean(tmp_path, det_root):
+    report = export(export_source("ocr/ppocrv4_det_mobile"), "onnx,onnx_int8", output_dir=tmp_path,
+                    data_root=str(det_root), calibration_images=4, batch_size=4,
+                    example_inputs=(torch.randn(1, 3, 160, 160),))
+    _int8_checks(report, int8_share=0.4)
+
+
+@pytest.mark.slow
+def test_recognizer_int8_reads_the_same_text(tmp_path, rec_root):
+    # Conv and MatMul only, 7-bit weights (the task's export options): the rest of the SVTR neck stays float
+    report = export(export_source("ocr/ppocrv4_rec_mobile"), "onnx,onnx_int8", output_dir=tmp_path,
+                    data_root=str(rec_root), calibration_images=8, batch_size=8)
+    _int8_checks(report, int8_share=0.4)
+    assert read_manifest(tmp_path / "onnx_int8").source["options"]["op_types"] == ["Conv", "MatMul"]
 
 
 def test_predict_takes_a_pipeline_folder(tmp_path, monkeypatch, capsys):
