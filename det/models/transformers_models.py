@@ -14,9 +14,10 @@ mode returns ``(logits [B, Q, C], pred_boxes [B, Q, 4] normalised cxcywh, image_
 queries' raw outputs, plus the input size that :meth:`TransformersDETR.decode` scales the relative boxes by.
 
 Weights: RT-DETR(-v2) ResNet variants and D-FINE point at their converted checkpoints on the Hugging Face hub
-(``PekingU/rtdetr_*``, ``ustc-community/dfine_*``); RT-DETR-L/X at PaddleDetection's ``.pdparams``, which have no
-mapping onto transformers' modules yet (no Paddle RT-DETR exists on the package registry to prove one against:
-paddledet 2.6.0 predates it).
+(``PekingU/rtdetr_*``, ``ustc-community/dfine_*``); RT-DETR-L/X (transformers' RT-DETR on its ``HGNetV2Config``
+backbone, PP-HGNetV2 L/X as D-FINE uses it) at PaddleDetection's ``.pdparams``, converted by the name mapping of
+:mod:`.rtdetr_paddle`. That mapping places every tensor of Paddle's names and shapes; parity with Paddle's outputs is
+unproven (no Paddle RT-DETR exists on the package registry to compare with: paddledet 2.6.0 predates it).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from torch import nn
 from oarkit.core.registry import DetectorInput, PretrainedWeights, register_model
 
 from .base import Decoded, DetectionModel, Target, check_targets
+from .rtdetr_paddle import PADDLE_MAPPING as RTDETR_PADDLE_MAPPING
 from .zoo import COCO_CLASSES
 
 RTDETR_PAPER = "DETRs Beat YOLOs on Real-time Object Detection, https://arxiv.org/abs/2304.08069"
@@ -184,6 +186,7 @@ def _register(name: str, family: str, paper: str, backbone: tuple[Any, ...], ove
                    input_spec=DetectorInput(size=(640, 640), stride_multiple=32, mean=(0.0, 0.0, 0.0),
                                             std=(1.0, 1.0, 1.0)),
                    state_dict_filter=_hub_prefix if "/" in source else None,
+                   paddle_mapping=None if "/" in source else RTDETR_PADDLE_MAPPING,
                    test_input_size=(3, 256, 256) if name == "dfine_n" else (3, 160, 160),  # >= 300 query candidates
                    tags=("transformers", "large"))  # 5-8 s a training step on two cores: out of the fast tests
 
