@@ -44,6 +44,8 @@ def test_at_least_thirty_names_with_complete_cards():
         assert len(LABEL_SETS[card.label_names]) == card.num_classes, name
         assert card.weights is not None and card.weights.location and card.weights.license, name
         assert card.metrics and card.metrics_source and card.paper, name
+        if card.weights.format == "pdparams":  # a PaddleDetection release: converted on load, so a mapping exists
+            assert card.paddle_mapping is not None, f"{name} points at a .pdparams that nothing converts"
 
 
 @pytest.mark.parametrize("name", PARAMS)
