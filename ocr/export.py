@@ -95,7 +95,8 @@ def export_pipeline(output_dir: str | Path, *, det: str | Path = "ocr/ppocrv4_de
                     format: str = "onnx", pretrained: bool | str = True, verify: bool = True,
                     det_example: tuple[int, int] = (640, 640), rec_example_width: int = 320,
                     parameters: dict[str, Any] | None = None, data_roots: dict[str, str] | None = None,
-                    calibration_images: int = 256) -> tuple[Path, dict[str, ExportReport]]:
+                    calibration_images: int = 256, stage_formats: dict[str, str] | None = None
+                    ) -> tuple[Path, dict[str, ExportReport]]:
     """Export det, (cls) and rec to ``format`` under ``output_dir`` and write its ``pipeline.yaml``.
 
     Args:
@@ -111,6 +112,8 @@ def export_pipeline(output_dir: str | Path, *, det: str | Path = "ocr/ppocrv4_de
         data_roots: per stage (``det``, ``cls``, ``rec``), a dataset for int8 calibration and the verification
             metric (a run directory brings its own; a registry name has none).
         calibration_images: training images int8 calibration reads per stage.
+        stage_formats: per stage, a format other than ``format`` (``{"rec": "onnx"}``: an int8 pipeline whose
+            recognizer stays float).
 
     Returns:
         ``(folder, {stage: ExportReport})``.
@@ -121,9 +124,13 @@ def export_pipeline(output_dir: str | Path, *, det: str | Path = "ocr/ppocrv4_de
     output_dir = Path(output_dir)
     stages: dict[str, StageSpec] = {}
     reports: dict[str, ExportReport] = {}
+    unknown = sorted(set(stage_formats or {}) - {"det", "cls", "rec"})
+    if unknown:
+        raise OarkitError(f"stage_formats names {unknown}; the stages are det, cls and rec")
     for kind, source in (("det", det), ("cls", cls), ("rec", rec)):
         if source is None:
             continue
+        stage_format = (stage_formats or {}).get(kind, format)
         src = export_source(source, pretrained=pretrained)
         if src.task.task_id != f"ocr/{kind}":
             raise OarkitError(f"the {kind} stage {source} is a {src.task.task_id} model")
@@ -132,12 +139,12 @@ def export_pipeline(output_dir: str | Path, *, det: str | Path = "ocr/ppocrv4_de
             example = (torch.randn(1, 3, *det_example),)
         elif kind == "rec":
             example = (torch.randn(1, 3, int(src.task.preprocessing.get("height", 48)), int(rec_example_width)),)
-        report = export(src, format, output_dir=output_dir / kind, verify=verify, example_inputs=example,
+        report = export(src, stage_format, output_dir=output_dir / kind, verify=verify, example_inputs=example,
                         data_root=(data_roots or {}).get(kind), calibration_images=calibration_images)
         reports[kind] = report
         row = report.rows[-1]  # the format asked for comes after those it is built from
         if row.status not in ("pass", "unverified"):
-            raise OarkitError(f"the {kind} stage failed to export to {format}: {row.status}: {row.message}")
+            raise OarkitError(f"the {kind} stage failed to export to {stage_format}: {row.status}: {row.message}")
         stages[kind] = StageSpec(model=f"{kind}/{row.format}")
     glue = "ocr/det_cls_rec" if "cls" in stages else "ocr/det_rec"
     write_pipeline(output_dir, glue=glue, stages=stages, parameters=dict(parameters or {}),

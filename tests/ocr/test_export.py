@@ -17,6 +17,7 @@ from PIL import Image
 from oarkit.core.cli import main
 from oarkit.core.deploy import read_manifest
 from oarkit.core.deploy.pipeline import read_pipeline
+from oarkit.core.errors import OarkitError
 from oarkit.core.export import export
 from oarkit.ocr import OCR, OCRResult, export_pipeline, export_source, render_page
 
@@ -87,6 +88,26 @@ def test_predict_takes_a_pipeline_folder(tmp_path, monkeypatch, capsys):
     assert main(["predict", str(folder), str(image)]) == 0
     assert built == [(str(folder), {"device": "cpu"})]
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["source"] == str(image)
+
+
+@pytest.mark.slow
+def test_int8_pipeline_with_a_float_recognizer_reads_like_eager(tmp_path, det_root, rec_root):
+    # int8 det and cls (calibrated on rendered pages and lines), the recognizer kept float (stage_formats)
+    folder, reports = export_pipeline(tmp_path / "ocr", cls="ocr/cls_mv3_mobile", format="onnx_int8",
+                                      stage_formats={"rec": "onnx"}, det_example=(160, 160), rec_example_width=160,
+                                      data_roots={"det": str(det_root), "cls": str(rec_root)}, calibration_images=8)
+    assert {k: v.model for k, v in read_pipeline(folder).stages.items()} == {
+        "det": "det/onnx_int8", "cls": "cls/onnx_int8", "rec": "rec/onnx"}
+    exported, eager = OCR(folder), OCR(use_cls=True)
+    for language in ("en", "ch"):
+        page = render_page(6, size=(480, 640), language=language, seed=2)
+        # int8 boxes end a few pixels off, which can take a space between words with them ("how666")
+        assert exported(page.image).text.replace(" ", "") == eager(page.image).text.replace(" ", "")
+
+
+def test_pipeline_stage_formats_name_known_stages(tmp_path):
+    with pytest.raises(OarkitError, match="the stages are det, cls and rec"):
+        export_pipeline(tmp_path, stage_formats={"recognizer": "onnx"})
 
 
 @pytest.mark.slow
