@@ -28,6 +28,7 @@ class SegmentationMetric(Metric):
 
     main_indicator = "miou"
     higher_is_better = True
+    full_scale = 1.0  # mIoU is a fraction, as PaddleSeg reports it: an export tolerance of 1 point is 0.01 mIoU
 
     def __init__(self, num_classes: int, ignore_index: int = 255) -> None:
         if num_classes < 1:

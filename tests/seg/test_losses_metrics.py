@@ -134,3 +134,11 @@ def test_confusion_plot(tmp_path):
     path = _hand_metric().plot_confusion(tmp_path / "cm.png", ["a", "b", "c"])
     with open(path, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_perfect_prediction_scores_the_metrics_full_scale():
+    # export tolerances are points of full_scale (1 point = 0.01 mIoU); a perfect map must score exactly full_scale
+    metric = SegmentationMetric(num_classes=3)
+    labels = torch.tensor([[[0, 1, 2], [2, 1, 255]]])
+    metric.update(labels.clamp(max=2), labels)
+    assert metric.compute()["miou"] == metric.full_scale == 1.0
