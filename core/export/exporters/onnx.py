@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import warnings
+from typing import Any
+from unittest import mock
 
 import torch
 
@@ -35,16 +38,45 @@ def embed_metadata(path: str, metadata: dict[str, str]) -> None:
     onnx.save(model, path)
 
 
+def _specialised_axes(path: str, dynamic: tuple[dict[int, Any], ...]) -> list[str]:
+    """The declared dynamic axes that the ONNX file's inputs hold as fixed sizes (``input 0 axis 0 = 2``)."""
+    onnx = require("onnx", purpose="checking the ONNX file's input shapes")
+    graph_inputs = onnx.load(path, load_external_data=False).graph.input
+    out = []
+    for i, (axes, graph_input) in enumerate(zip(dynamic, graph_inputs)):
+        dims = graph_input.type.tensor_type.shape.dim
+        out += [f"input {i} axis {axis} = {dims[axis].dim_value}" for axis in axes
+                if axis < len(dims) and dims[axis].HasField("dim_value")]
+    return out
+
+
 def export_onnx(ctx: ExportContext) -> str:
-    """Write ``model.onnx``; ``opset`` and ``optimize`` are the format's options."""
+    """Write ``model.onnx``; ``opset`` and ``optimize`` are the format's options.
+
+    torch.onnx captures the graph with non-strict ``torch.export`` first and, when that specialises a declared
+    dynamic axis (``len(tensor)`` of the batch in transformers' RT-DETR and D-FINE), quietly exports the fixed size
+    it suggests. Such a file is exported again from a strict ``torch.export`` program, which keeps the axis.
+    """
     require("onnxscript", purpose="the 'onnx' export format (torch.onnx dynamo exporter)")
     path = ctx.folder / "model.onnx"
-    with warnings.catch_warnings(), quiet_loggers("onnxscript", "onnx_ir", "torch.onnx"):
+    dynamic = ctx.dynamic_shapes()
+    # transformers' traced shape checks (torch._check_tensor_all in RT-DETRv2's and D-FINE's deformable attention)
+    # become aten._is_all_true nodes, which the ONNX exporter cannot translate: off while exporting
+    checks_off = mock.patch.dict(os.environ, {"TRANSFORMERS_DISABLE_TORCH_CHECK": "1"})
+    with warnings.catch_warnings(), quiet_loggers("onnxscript", "onnx_ir", "torch.onnx"), checks_off:
         warnings.simplefilter("ignore")  # the exporter's deprecation chatter about its own internals
+        names = {"input_names": list(ctx.spec.input_names), "output_names": list(ctx.spec.output_names)}
         torch.onnx.export(ctx.module, ctx.inputs, str(path), dynamo=True, external_data=False,
                           opset_version=ctx.options["opset"], optimize=ctx.options["optimize"],
-                          input_names=list(ctx.spec.input_names), output_names=list(ctx.spec.output_names),
-                          dynamic_shapes=ctx.dynamic_shapes(), verbose=False)
+                          dynamic_shapes=dynamic, verbose=False, **names)
+        fixed = _specialised_axes(str(path), dynamic)
+        if fixed:
+            logger.info("non-strict capture fixed the dynamic axes %s; exporting a strict torch.export program",
+                        ", ".join(fixed))
+            program = torch.export.export(ctx.module, ctx.inputs, dynamic_shapes=dynamic, strict=True)
+            torch.onnx.export(program, ctx.inputs, str(path), dynamo=True, external_data=False,
+                              opset_version=ctx.options["opset"], optimize=ctx.options["optimize"], verbose=False,
+                              **names)
     embed_metadata(str(path), ctx.metadata)
     return path.name
 
