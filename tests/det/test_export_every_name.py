@@ -1,6 +1,9 @@
 """Every det/ name exports to ONNX through the kit's own path (``export_source`` with random weights, then
-:func:`oarkit.core.export.export`) at its card's small test size, and onnxruntime's detections match eager's box by
-box (the report's verification row passes). One name runs in ``make test``; the rest are slow (``make test-slow``).
+:func:`oarkit.core.export.export`) at its card's small test size, and onnxruntime's detections match eager's: box by
+box in the report's verification row, and explicitly on one input (counts per image and the sorted scores).
+
+The wrapped torchvision detectors are strict xfails: their NMS does not export with torch 2.14's dynamo exporter.
+One name runs in ``make test``; the rest are slow (``make test-slow``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ pytest.importorskip("onnxruntime")
 NAMES = list_models("det/*")
 #: the quickest name whose kit export no other fast test covers
 FAST = {"det/picodet_s_320"}
+#: families whose noise goes to their constant-initialised parameters only (zero heads, batch-norm scales): noise on
+#: every PP-YOLOE parameter grows through its backbone until every score is 1.0, all tied
+CONSTANT_NOISE = ("ppyoloe",)
 #: family -> why torch 2.14's dynamo ONNX exporter cannot export it (measured on the quickest name of each): the
 #: wrapped torchvision detectors run torchvision's own NMS, whose box count after a score threshold is data-dependent
 _RPN = ("torch.export GuardOnDataDependentSymNode Eq(4*u1, 0): torchvision batched_nms (ops/boxes.py:103) on the RPN "
@@ -55,12 +61,13 @@ def test_every_name_exports_to_onnx_like_eager(name: str, tmp_path):
     # and onnxruntime pick different ones). Noise on every parameter spreads scores and boxes.
     with torch.no_grad():
         for p in source.model.parameters():
-            p.add_(torch.randn_like(p), alpha=0.1)
+            if model_info(name).family not in CONSTANT_NOISE or (p.numel() > 1 and bool((p == p.flatten()[0]).all())):
+                p.add_(torch.randn_like(p), alpha=0.1)
     if "transformers" in model_info(name).tags:
-        # A random DETR's boxes are 1-2 pixels wide, where float32 rounding (1e-3 px after six transformer layers)
-        # moves the IoU by 1e-3: boxes are held to 1 - IoU <= 1e-3 (scores keep the format's 1e-4).
+        # A random DETR's boxes are 1-2 pixels wide, where float32 rounding (up to 7e-3 px after its transformer
+        # layers: RT-DETR-R34) moves the IoU by up to 4e-3: boxes are held to 1 - IoU <= 1e-2 (scores keep 1e-4).
         deploy_spec = source.task.deploy_spec
-        compare = DetectionComparator(source.task.nms.score_threshold, tolerances={"boxes": 1e-3})
+        compare = DetectionComparator(source.task.nms.score_threshold, tolerances={"boxes": 1e-2})
         source.task.deploy_spec = lambda model: dataclasses.replace(deploy_spec(model), compare=compare)
     # the card's test size instead of the evaluation size (640-800): the deploy spec traces at the task's size
     size = list(model_info(name).test_input_size[-2:])
@@ -75,9 +82,13 @@ def test_every_name_exports_to_onnx_like_eager(name: str, tmp_path):
         eager = detect_fixed(source.model.eval(), x, source.task.nms)
     ours = DeployedModel(tmp_path / "onnx")(x)
     assert int(eager[3].min()) > 0, f"eager keeps {eager[3].tolist()} detections: nothing to compare"
+    spread = min(float(s[0] - s[-1]) for s in _sorted_scores(eager[1], eager[3]))
+    assert spread > 1e-3, f"eager's kept scores span {spread:.1e}: tied within the comparator's margin, none judged"
     # a box scoring at the NMS threshold may be kept by one side only: counts within one, scores compared in order
     assert (ours[3] - eager[3]).abs().max() <= 1, f"onnxruntime keeps {ours[3].tolist()}, eager {eager[3].tolist()}"
-    error = max(float((a[: len(b)] - b[: len(a)]).abs().max()) for a, b in zip(_sorted_scores(ours[1], ours[3]),
-                                                                            _sorted_scores(eager[1], eager[3])))
+    # scores within the comparator's margin of the lowest kept one may belong to other boxes of a near tie: left out
+    pairs = [(a, b[b >= b[-1] + 1e-3]) for a, b in zip(_sorted_scores(ours[1], ours[3]),
+                                                       _sorted_scores(eager[1], eager[3]))]
+    error = max(float((a[: len(b)] - b[: len(a)]).abs().max()) for a, b in pairs)
     print(f"{name}: detections {eager[3].tolist()}, sorted scores max abs error {error:.2e}")
     assert error < 1e-4
