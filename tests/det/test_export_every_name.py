@@ -48,7 +48,7 @@ def _param(name: str) -> pytest.param:
 
 
 def _sorted_scores(scores: torch.Tensor, num: torch.Tensor) -> list[torch.Tensor]:
-    """Each image's kept scores in descending order: equal however NMS breaks ties between equal-scoring boxes."""
+    """Each image's kept scores in descending order."""
     return [scores[i, : int(n)].sort(descending=True).values for i, n in enumerate(num.tolist())]
 
 
