@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 # Entry-point hygiene: albumentations phones home at import, and a mistaken hub name should fail fast.
 os.environ.setdefault("NO_ALBUMENTATIONS_UPDATE", "1")
+
+
+class _TorchaoEnumNotice(logging.Filter):
+    """Drops torch 2.14's notice about torchao registering its enums as pytree constants: transformers imports
+    torchao, the notice is printed twice on every import of a kit that uses transformers, and it is torchao's
+    deprecation, not something a user of oarkit can act on. A filter survives torch resetting its loggers' levels."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "is an Enum subclass and is now natively supported" not in record.getMessage()
+
+
+logging.getLogger("torch.utils._pytree").addFilter(_TorchaoEnumNotice())
 
 from oarkit.core.errors import ConfigError, DataError, OarkitError, TrainingError, UnknownNameError, WeightsError  # noqa: E402
 from oarkit.core.registry import (  # noqa: E402

@@ -35,12 +35,7 @@ def setup_environment() -> None:
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path.home() / ".cache" / "oarkit" / "inductor"))
     for noisy in ("matplotlib", "PIL", "urllib3", "h5py"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    # transformers imports torchao when it is installed, and torchao registers enums in a way torch 2.14 warns
-    # about on every start; it is their deprecation, not the user's. torch resets its loggers' levels when its
-    # logging initialises (torchao's import does that), so the level also goes through TORCH_LOGS, which torch
-    # reads when it is imported (later than this for tools/*.py and the console script).
-    logging.getLogger("torch.utils._pytree").setLevel(logging.ERROR)
-    os.environ.setdefault("TORCH_LOGS", "-torch.utils._pytree")
+    # (torchao's enum notice, printed when transformers imports it, is filtered in oarkit.core's __init__)
 
 
 # ----------------------------------------------------------------------------- train

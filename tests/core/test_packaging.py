@@ -40,3 +40,15 @@ def test_console_script_and_tools_share_the_verbs():
     verbs = set(build_parser()._subparsers._group_actions[0].choices)
     tools = {p.stem.replace("_", "-") for p in (ROOT / "tools").glob("*.py")}
     assert verbs == tools
+
+
+def test_importing_a_transformers_kit_prints_nothing():
+    # transformers imports torchao, whose enum registration makes torch 2.14 log a deprecation notice twice on every
+    # start; a user running `python -m oarkit.nlp` must see only oarkit's output.
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "import oarkit.nlp, oarkit.seg"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout == "" and "Enum subclass" not in proc.stderr, proc.stderr[-2000:]
