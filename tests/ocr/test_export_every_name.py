@@ -1,7 +1,9 @@
 """Every ocr/ name exports to ONNX through the kit's own path (``export_source`` with random weights, then
 :func:`oarkit.core.export.export`) at a small traced size, and onnxruntime's outputs match eager's within the
 format's tolerance on fresh inputs of other sizes (the report's verification row passes). The quickest names no
-other fast test exports run in ``make test``; the rest are slow (``make test-slow``).
+other fast test exports run in ``make test``; the rest are slow (``make test-slow``). PaddleOCR's multilingual
+dictionaries (``latin``, ``cyrillic``, ``arabic``), which the recognizers' deploy.yaml records, are placed in a
+temporary oarkit cache as synthetic files of the right size, as a user offline places the real ones.
 """
 
 from __future__ import annotations
@@ -15,19 +17,16 @@ import torch  # noqa: E402
 
 from oarkit.core import list_models, model_info  # noqa: E402
 from oarkit.core.export import export  # noqa: E402
-from oarkit.ocr import export_source  # noqa: E402
+from oarkit.ocr import charset, export_source  # noqa: E402
+from oarkit.ocr.models.rec import DICTIONARIES  # noqa: E402
 
 pytest.importorskip("onnxruntime")
 
 NAMES = list_models("ocr/*")
 #: the quickest names whose export no other fast test covers
 FAST = {"ocr/textline_ori_lcnet_x0_25"}
-#: name -> why it does not export (measured): the recognizers whose PaddleOCR dictionary ships with no package here
-#: (their deploy.yaml records the dictionary, so export_source needs it)
-XFAIL: dict[str, str] = {
-    f"ocr/ppocrv3_rec_mobile_{language}": f"ConfigError: character dictionary '{language}' is neither a built-in name "
-    f"nor a file (PaddleOCR's {language}_dict.txt is not available offline)"
-    for language in ("arabic", "cyrillic", "latin")}
+#: name -> why it does not export (measured); none today
+XFAIL: dict[str, str] = {}
 #: traced sizes: text detectors at 64x64 (multiples of 32), recognizers 64 wide at their own height; orientation
 #: classifiers keep their fixed input size (48x192 or 80x160)
 DET_SIZE, REC_WIDTH = (64, 64), 64
@@ -38,6 +37,15 @@ def _param(name: str) -> pytest.param:
     if name in XFAIL:
         marks.append(pytest.mark.xfail(strict=True, reason=XFAIL[name]))
     return pytest.param(name, marks=marks)
+
+
+@pytest.fixture(autouse=True)
+def release_dictionaries(home) -> None:
+    """PaddleOCR's multilingual dictionaries in the (temporary) oarkit cache: synthetic characters, the real sizes."""
+    for name in charset.RELEASED:
+        path = charset.released_path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(chr(0x100 + i) + "\n" for i in range(DICTIONARIES[name] - 2)), encoding="utf-8")
 
 
 def _example(source) -> tuple[torch.Tensor, ...] | None:
