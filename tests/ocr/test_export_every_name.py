@@ -2,8 +2,8 @@
 :func:`oarkit.core.export.export`) at a small traced size, and onnxruntime's outputs match eager's within the
 format's tolerance on fresh inputs of other sizes (the report's verification row passes). The quickest names no
 other fast test exports run in ``make test``; the rest are slow (``make test-slow``). PaddleOCR's multilingual
-dictionaries (``latin``, ``cyrillic``, ``arabic``), which the recognizers' deploy.yaml records, are placed in a
-temporary oarkit cache as synthetic files of the right size, as a user offline places the real ones.
+dictionaries (``latin``, ``cyrillic``, ``arabic``), which the recognizers' deploy.yaml records, come from the paddleocr
+2.7.3 package ``make install`` installs.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import torch  # noqa: E402
 
 from oarkit.core import list_models, model_info  # noqa: E402
 from oarkit.core.export import export  # noqa: E402
-from oarkit.ocr import charset, export_source  # noqa: E402
-from oarkit.ocr.models.rec import DICTIONARIES  # noqa: E402
+from oarkit.ocr import export_source  # noqa: E402
 
 pytest.importorskip("onnxruntime")
 
@@ -37,15 +36,6 @@ def _param(name: str) -> pytest.param:
     if name in XFAIL:
         marks.append(pytest.mark.xfail(strict=True, reason=XFAIL[name]))
     return pytest.param(name, marks=marks)
-
-
-@pytest.fixture(autouse=True)
-def release_dictionaries(home) -> None:
-    """PaddleOCR's multilingual dictionaries in the (temporary) oarkit cache: synthetic characters, the real sizes."""
-    for name in charset.RELEASED:
-        path = charset.released_path(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(chr(0x100 + i) + "\n" for i in range(DICTIONARIES[name] - 2)), encoding="utf-8")
 
 
 def _example(source) -> tuple[torch.Tensor, ...] | None:
