@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import re
@@ -67,6 +68,48 @@ def test_legacy_metas_normalise_to_task_ids() -> None:
 def test_core_cli_holds_no_kit_knowledge() -> None:
     source = (Path(kits_module.__file__).parent / "cli.py").read_text()
     assert not re.search(r"oarkit\.(clas|seg|det|ocr|nlp)\b|imagenet|confusion_matrix|topk=", source)
+
+
+#: what the engine's code must not name: a kit, an architecture, a loss or a metric (its docs may, as examples)
+KIT_WORDS = re.compile(r"oarkit\.(clas|seg|det|ocr|nlp)\b|\b(clas|seg|det|ocr|nlp)/|imagenet|lcnet|liteseg|ppyoloe|"
+                       r"picodet|ernie|resnet|yolo|detr|\bdb\b|\bctc|dice\b|focal|cross_?entropy|miou|top_?1|\bmap\b|coco|"
+                       r"hmean|accuracy|confusion", re.IGNORECASE)
+
+
+def _code_words(path: Path) -> list[str]:
+    """The names, attributes, imports and string constants of a module, docstrings left out."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    words: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            words.append(node.id)
+        elif isinstance(node, ast.Attribute):
+            words.append(node.attr)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            words += [getattr(node, "module", None) or "", *(alias.name for alias in node.names)]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            words.append(node.value)
+    return words
+
+
+ENGINE = Path(kits_module.__file__).parent / "engine"
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in ENGINE.glob("*.py")))
+def test_the_engine_names_no_kit_architecture_loss_or_metric(module: str) -> None:
+    path = ENGINE / module
+    named = sorted({w for w in _code_words(path) if KIT_WORDS.search(w)})
+    assert not named, f"core/engine/{module} names {named}"
+
+
+def test_the_engine_check_sees_code_and_not_docs(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text('"""Logs val_top1 (mIoU for seg)."""\nfrom oarkit.det import Detector  # a comment: ppyoloe\n\n\n'
+                      'def f(metrics):\n    """Reads metrics["miou"]."""\n    return metrics["coco_map"], ctc_loss\n')
+    assert sorted(w for w in _code_words(module) if KIT_WORDS.search(w)) == ["coco_map", "ctc_loss", "oarkit.det"]
 
 
 # -- the command line on fabricated runs: a recording predictor stands in for the kit's -------------------------
