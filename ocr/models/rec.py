@@ -17,6 +17,7 @@ See the package docstring for the forward contract (eval: softmax ``[B, T, C]``,
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -25,6 +26,7 @@ from torch import nn
 from oarkit.core.backbones import PPLCNetV3, RecMobileNetV3
 from oarkit.core.backbones.pp_hgnet import PPHGNet_small
 from oarkit.core.cards import ImageInput
+from oarkit.core.errors import ConfigError
 from oarkit.core.interop import PaddleMapping
 from oarkit.core.registry import PretrainedWeights, register_model
 
@@ -178,10 +180,28 @@ class TextRecognizer(FoldableModel):
         return self.head(feat, targets)
 
 
-def _classes(name: str, num_classes: int | None, character_dict: str) -> int:
-    classes = DICTIONARIES[character_dict] if num_classes is None else int(num_classes)
+def _classes(name: str, num_classes: int | None, character_dict: str, use_space_char: bool = True) -> int:
+    """The head's classes: ``num_classes``, else the named dictionary's; a dictionary file must agree with them (a
+    head of another size would decode every line with the wrong characters)."""
+    from_file = None
+    if character_dict not in DICTIONARIES and Path(character_dict).is_file():
+        from ..charset import CharDictionary  # the models do not import the data side at module level
+
+        from_file = CharDictionary.load(character_dict, use_space_char=use_space_char).num_classes
+    if num_classes is None:
+        classes = DICTIONARIES.get(character_dict, from_file)
+        if classes is None:
+            raise ConfigError(f"{name}: character_dict={character_dict!r} is neither a known dictionary "
+                              f"({', '.join(DICTIONARIES)}) nor a file; give a dictionary file or num_classes")
+    else:
+        classes = int(num_classes)
+        if from_file is not None and from_file != classes:
+            space = "the appended space, " if use_space_char else ""
+            raise ConfigError(f"{name}: character_dict {character_dict} makes {from_file} classes (its entries, "
+                              f"{space}the blank) but num_classes={classes}; pass num_classes={from_file} for a head "
+                              f"of that size, or the dictionary the weights were trained with")
     if classes < 2:
-        raise ValueError(f"{name}: num_classes={classes} must count the blank and at least one character")
+        raise ConfigError(f"{name}: num_classes={classes} must count the blank and at least one character")
     return classes
 
 
@@ -218,7 +238,7 @@ V3_SVTR = {"dims": 64, "depth": 2, "hidden_dims": 120, "use_guide": True}
 
 def _v4_mobile(name: str, num_classes: int | None, character_dict: str, use_space_char: bool,
                reparameterized: bool = False, guidance: bool = True, **kwargs: Any) -> TextRecognizer:
-    classes = _classes(name, num_classes, character_dict)
+    classes = _classes(name, num_classes, character_dict, use_space_char)
     backbone = PPLCNetV3(scale=0.95, **kwargs)
     head = MultiHead(backbone.out_channels[0], classes, guidance="nrtr" if guidance else None, svtr=V4_SVTR)
     return folded(TextRecognizer(backbone=backbone, head=head, num_classes=classes, character_dict=character_dict,
@@ -268,7 +288,7 @@ def ppocrv4_rec_server(*, num_classes: int | None = None, character_dict: str = 
                        use_space_char: bool = True, guidance: bool = True, **kwargs: Any) -> TextRecognizer:
     """PP-OCRv4 server recognizer: PP-HGNet small + SVTR neck + CTC, NRTR guidance in training
     (``guidance=False``: CTC only)."""
-    classes = _classes("ppocrv4_rec_server", num_classes, character_dict)
+    classes = _classes("ppocrv4_rec_server", num_classes, character_dict, use_space_char)
     backbone = PPHGNet_small(**kwargs)
     head = MultiHead(backbone.out_channels[0], classes, guidance="nrtr" if guidance else None, svtr=V4_SVTR)
     return TextRecognizer(backbone=backbone, head=head, num_classes=classes, character_dict=character_dict,
@@ -277,7 +297,7 @@ def ppocrv4_rec_server(*, num_classes: int | None = None, character_dict: str = 
 
 def _v3_mobile(name: str, num_classes: int | None, character_dict: str, use_space_char: bool,
                guidance: bool = True, **kwargs: Any) -> TextRecognizer:
-    classes = _classes(name, num_classes, character_dict)
+    classes = _classes(name, num_classes, character_dict, use_space_char)
     backbone = MobileNetV1Enhance(scale=0.5, last_conv_stride=(1, 2), last_pool_type="avg", **kwargs)
     head = MultiHead(backbone.out_channels[0], classes, guidance="sar" if guidance else None, svtr=V3_SVTR)
     return TextRecognizer(backbone=backbone, head=head, num_classes=classes, character_dict=character_dict,
@@ -339,7 +359,7 @@ def rec_mv3_bilstm_ctc(*, num_classes: int | None = None, character_dict: str = 
     """CRNN with MobileNetV3 large x0.5 (PaddleOCR ``rec_mv3_none_bilstm_ctc``): BiLSTM 96 + CTC, 32 x 100 lines,
     36 lower-case alphanumerics."""
     _no_guidance("rec_mv3_bilstm_ctc", guidance)
-    classes = _classes("rec_mv3_bilstm_ctc", num_classes, character_dict)
+    classes = _classes("rec_mv3_bilstm_ctc", num_classes, character_dict, use_space_char)
     backbone = RecMobileNetV3(model_name="large", scale=0.5, **kwargs)
     neck = SequenceEncoder(backbone.out_channels[0], "rnn", hidden_size=96)
     return TextRecognizer(backbone=backbone, neck=neck, head=CTCHead(neck.out_channels, classes),
@@ -356,7 +376,7 @@ def rec_r34_vd_bilstm_ctc(*, num_classes: int | None = None, character_dict: str
                           use_space_char: bool = False, guidance: bool = False, **kwargs: Any) -> TextRecognizer:
     """CRNN with ResNet34-vd (PaddleOCR ``rec_r34_vd_none_bilstm_ctc``): BiLSTM 256 + CTC, 32 x 100 lines."""
     _no_guidance("rec_r34_vd_bilstm_ctc", guidance)
-    classes = _classes("rec_r34_vd_bilstm_ctc", num_classes, character_dict)
+    classes = _classes("rec_r34_vd_bilstm_ctc", num_classes, character_dict, use_space_char)
     backbone = RecResNet_vd(layers=34, **kwargs)
     neck = SequenceEncoder(backbone.out_channels[0], "rnn", hidden_size=256)
     return TextRecognizer(backbone=backbone, neck=neck, head=CTCHead(neck.out_channels, classes),

@@ -122,3 +122,21 @@ def test_a_failed_download_names_the_url_and_the_path(home, tmp_path, monkeypatc
 def test_an_unknown_name_lists_the_release_names():
     with pytest.raises(ConfigError, match="latinn.*'latin'.*downloaded from PaddleOCR on first use: latin, cyrillic"):
         CharDictionary.load("latinn")
+
+
+def test_a_dictionary_file_must_fit_the_recognizers_head(tmp_path):
+    from oarkit.core import create_model
+
+    path = tmp_path / "three.txt"
+    path.write_text("a\nb\nc\n", encoding="utf-8")
+    # the card's 187 classes against a file that makes 5 (3 entries, the appended space, the blank): refused, not
+    # a head that decodes with the wrong characters
+    with pytest.raises(ConfigError, match=r"makes 5 classes .* num_classes=187; pass num_classes=5"):
+        create_model("ocr/ppocrv3_rec_mobile_latin", character_dict=str(path))
+    model = create_model("ocr/ppocrv3_rec_mobile_latin", character_dict=str(path), num_classes=5)
+    assert model.num_classes == 5 and model.head.ctc_head.fc.out_features == 5
+    from oarkit.ocr.models.rec import rec_mv3_bilstm_ctc  # the factory itself: create_model fills in the card's size
+
+    with pytest.raises(ConfigError, match="neither a known dictionary"):
+        rec_mv3_bilstm_ctc(character_dict=str(tmp_path / "missing.txt"))
+    assert rec_mv3_bilstm_ctc(character_dict=str(path)).num_classes == 4  # CRNN: no space appended by default
