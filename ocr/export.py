@@ -21,7 +21,9 @@ from oarkit.core.registry import create_model, model_info
 from .charset import CharDictionary
 from .data.datasets import DetPreprocess, RecPreprocess
 from .data.module import OCRClsData, OCRDetData, OCRRecData
+from .postprocess.db import DBPostProcess
 from .tasks import TextDetectionTask, TextOrientationTask, TextRecognitionTask
+from .tasks.det import EVAL_POSTPROCESS
 
 logger = logging.getLogger(__name__)
 
@@ -50,13 +52,16 @@ def _from_model_dir(trained: TrainedModel) -> ExportSource:
 
 
 def registry_meta(name: str, model: torch.nn.Module) -> dict[str, Any]:
-    """The meta.json a registry model would have: its task id, preprocessing and (rec) dictionary."""
+    """The meta.json a registry model would have: its task id, preprocessing, (det) post-processing and (rec)
+    dictionary."""
     card = model_info(name)
     spec = card.input_spec
     meta: dict[str, Any] = {"task": card.task, "model": {"name": name, "kwargs": getattr(model, "oarkit_kwargs", {})}}
     if card.task == "ocr/det":
         pre = DetPreprocess(mean=tuple(spec.mean), std=tuple(spec.std), limit_side_len=int(spec.size[0]))
         meta["preprocessing"] = pre.to_dict()
+        published = getattr(model, "db_postprocess", None) or {}  # the release's own DB settings (PP-OCRv6)
+        meta["postprocess"] = DBPostProcess(**{**EVAL_POSTPROCESS, **published}).to_dict()
     elif card.task == "ocr/rec":
         dictionary = CharDictionary.load(getattr(model, "character_dict", "ppocr_keys_v1"),
                                          use_space_char=bool(getattr(model, "use_space_char", True)))

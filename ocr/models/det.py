@@ -53,6 +53,10 @@ class TextDetector(FoldableModel):
     Eval: ``model(x) -> [B, 1, H, W]`` shrink probability map; training: ``{"maps": [B, 3, H, W]}``.
     """
 
+    #: DB post-processing the release was published with (PaddleOCR's ``inference.yml``), over the kit's defaults
+    #: (PaddleOCR's: thresh 0.3, box_thresh 0.6, unclip_ratio 1.5); ``None``: those defaults
+    db_postprocess: dict[str, float] | None = None
+
     def __init__(self, *, backbone: nn.Module, neck: nn.Module, head: nn.Module) -> None:
         super().__init__()
         self.backbone, self.neck, self.head = backbone, neck, head

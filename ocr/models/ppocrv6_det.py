@@ -101,7 +101,10 @@ class FoldableDBHead(DBHead):
 
 
 class PPOCRv6Detector(TextDetector):
-    """A PP-OCRv6 DB detector; ``reparameterize()`` folds every BatchNorm (backbone and head)."""
+    """A PP-OCRv6 DB detector; ``reparameterize()`` folds every BatchNorm (backbone and head). The pipeline and the
+    task post-process its maps with :data:`POSTPROCESS` unless told otherwise."""
+
+    db_postprocess = POSTPROCESS
 
     def reparameterize(self) -> None:
         reparameterize_all(self)

