@@ -87,7 +87,14 @@ def is_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE") == "1"
 
 
-def _download(weights: PretrainedWeights, target: Path, model_name: str) -> None:
+def download(weights: PretrainedWeights, target: Path, model_name: str) -> None:
+    """Fetch ``weights`` (a URL, ``file:`` included, or a Hugging Face hub file) to ``target``, atomically: a failed
+    or interrupted download leaves no file. Kits use it for other release data too (PaddleOCR's dictionaries).
+
+    Raises:
+        WeightsError: offline (``HF_HUB_OFFLINE=1``) with a network URL, or the download failed; the message names
+            the source and ``target``.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
     hint = (f"Download it by hand from {weights.location} to {target}, "
             "or pass pretrained='path/to/file' to load a local copy.")
@@ -124,7 +131,7 @@ def resolve_weights_digest(card: ModelCard) -> tuple[Path, str]:
     path = cached_path(card.weights, card.name)
     if not path.exists():
         logger.info("downloading %s weights from %s", card.name, card.weights.location)
-        _download(card.weights, path, card.name)
+        download(card.weights, path, card.name)
     return path, verify(path, card.weights, card.name)
 
 

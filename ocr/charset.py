@@ -244,7 +244,7 @@ def _download(name: str, url: str, path: Path) -> None:
     part = path.with_name(f"{path.name}.{os.getpid()}.part")  # the cache only ever holds a checked file
     try:
         try:
-            hub._download(PretrainedWeights(url=url, format="txt"), part, f"character dictionary {name!r}")
+            hub.download(PretrainedWeights(url=url, format="txt"), part, f"character dictionary {name!r}")
         except WeightsError as err:
             cause = err.__cause__ or err
             raise ConfigError(f"could not download character dictionary {name!r} ({type(cause).__name__}: "
