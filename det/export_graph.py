@@ -121,7 +121,11 @@ class DetectionComparator:
                 if n == rows and n:  # a full image: its lowest score is a cut too
                     c = max(c, float(side["scores"][i, n - 1]))
             cut.append(c)
-        diffs = self.matcher(self._rows(reference, cut), self._rows(actual, cut))
+        ref_rows = self._rows(reference, cut)
+        diffs = self.matcher(ref_rows, self._rows(actual, cut))
+        judged = int((~ref_rows["optional"].bool()).sum()) if len(ref_rows["optional"]) else 0
+        diffs["boxes"].note = "; ".join(filter(None, [diffs["boxes"].note, f"{judged} eager detections judged" if judged
+                                                      else "no eager detection above the cut: nothing judged"]))
         diffs.pop("image", None)
         diffs.pop("optional", None)
         num_ref, num_act = reference["num"].reshape(-1).long().cpu(), actual["num"].reshape(-1).long().cpu()

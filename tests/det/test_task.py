@@ -100,6 +100,9 @@ def test_comparator_flags_a_moved_box_and_excuses_a_cut():
     at_cut = {**ref, "num": torch.tensor([1]), "scores": torch.tensor([[0.9, 0.0, 0.0]])}
     diffs = DetectionComparator(score_threshold=0.4995)(ref, at_cut)  # the second box sits at the threshold
     assert diffs["boxes"].error == 0 and "1 images keep another number" in diffs["num"].note
+    assert "1 eager detections judged" in diffs["boxes"].note  # the 0.9 box; the one at the cut is excused
+    tied = DetectionComparator(score_threshold=0.4995, margin=0.5)(ref, ref)  # every score inside the margin
+    assert tied["boxes"].error == 0 and "nothing judged" in tied["boxes"].note  # a pass that says it judged nothing
 
 
 def test_int8_comparator_judges_the_detections_a_user_sees():
