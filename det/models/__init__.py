@@ -14,17 +14,17 @@ The contract every ``det/`` model keeps (modelled on torchvision's detection mod
     grid units, strides [N, 1])``;
   * PicoDet: ``(scores [B, C, N], boxes [B, N, 4] xyxy input pixels)`` (PaddleDetection decodes inside its head);
   * RT-DETR / RT-DETRv2 / D-FINE (transformers): ``(logits [B, Q, C], pred_boxes [B, Q, 4] cxcywh in [0, 1])``;
-  * torchvision detectors: see ``decode`` below.
+  * torchvision detectors (:mod:`.torchvision_models`): one-stage ``(boxes [B, N, 4] xyxy pixels, scores [B, N, C])``
+    for every anchor; two-stage ``(boxes [B, P, C, 4], scores [B, P, C])`` per proposal and class.
 
 - ``model.decode(raw) -> (boxes [B, N, 4] xyxy input pixels, scores [B, N, C])``: every candidate before NMS, scores
   in [0, 1]. The kit's one post-processing (score threshold, top-k, class-aware NMS) turns them into detections;
   the exported graph holds ``forward`` + ``decode`` (+ NMS when asked). ``decode`` needs nothing but ``raw``: a
   model whose raw output does not carry the input size keeps what it needs in it (RT-DETR's boxes are relative:
   its raw output carries the input size as a third element).
-- ``model.nms_inside`` (a bool, ``False`` unless said): ``True`` for the wrapped torchvision detectors, whose eval
-  forward already applies their own score threshold and NMS; their ``decode`` returns fixed-size outputs (the
-  ``detections_per_img`` best, zero-padded, with one-hot-scaled class scores) so the shared post-processing still
-  applies and finds nothing more to suppress.
+- ``model.nms_inside`` (a bool, ``False`` unless said): ``True`` for a model whose eval forward already applies
+  its own score threshold and NMS (no registered model does: the wrapped torchvision detectors leave theirs out of
+  the eval path and hand every candidate to the kit's NMS).
 - ``model.set_epoch(epoch)``: the (0-based) training epoch. PP-YOLOE and PicoDet assign labels with ATSS during
   the first ``model.static_assigner_epoch`` epochs and with the task-aligned assigner after (Paddle's
   ``epoch_id``); the task calls it from a callback at each epoch start (:class:`oarkit.det.assigners

@@ -11,12 +11,26 @@ What the wrapper changes:
   ``coco_torchvision``), ``num_classes`` is the kit's count (the module gets one more);
 - no second resize: the kit resizes images to the card's size before the model; torchvision's transform then only
   normalises (its own ImageNet statistics, so the card's mean/std are 0/1: inputs in [0, 1]);
-- Mask R-CNN trains on masks: targets without ``masks`` get their boxes filled as masks. Its eval output keeps the
-  boxes (masks are not part of the kit's detection contract);
-- eval forward: torchvision applies its own score threshold and NMS, so ``nms_inside`` is ``True`` and the raw
-  output is fixed-size, ``(boxes [B, K, 4] xyxy pixels, scores [B, K], labels [B, K] 0-based)`` with ``K =
-  detections_per_img`` rows, zero-padded with label -1. ``decode`` returns those boxes and the one-hot class
-  scores [B, K, C], so the kit's post-processing runs unchanged (and finds nothing more to suppress).
+- Mask R-CNN trains on masks: targets without ``masks`` get their boxes filled as masks. Its eval path computes
+  boxes only (masks are not part of the kit's detection contract);
+- training runs torchvision's own forward and losses, unchanged;
+- eval forward runs torchvision's transform statistics, backbone, heads, anchors, box coders, RPN and RoIAlign with
+  fixed shapes and no filtering (:mod:`.torchvision_eval`), and the kit's one multiclass NMS makes the detections,
+  in eager evaluation, the predictor and the exported graph alike (``nms_inside`` is ``False``). Raw outputs:
+  one-stage (RetinaNet, FCOS, SSD) ``(boxes [B, N, 4] xyxy pixels, scores [B, N, C])`` for every anchor, which
+  ``decode`` passes on; two-stage (Faster / Mask R-CNN) ``(boxes [B, P, C, 4], scores [B, P, C])`` per proposal and
+  class, of which ``decode`` passes on the 1000 best (box, class) pairs (all the kit's NMS looks at) with scores
+  zero outside each pair's class;
+- what stays torchvision's in eval: its RPN settings (``rpn_pre_nms_top_n_test``, ``rpn_post_nms_top_n_test``,
+  ``rpn_nms_thresh``, ``rpn_score_thresh``). Its final post-processing settings (``box_score_thresh``,
+  ``box_nms_thresh``, ``box_detections_per_img``; ``score_thresh``, ``nms_thresh``, ``detections_per_img`` of the
+  one-stage models) give way to the task's NMS settings; ``torchvision_nms()`` reports them as those settings, to
+  evaluate as torchvision does. Given the same thresholds, the kit keeps torchvision's detections except where
+  their candidates differ: the kit's are the 1000 best (box, class) pairs of an image, torchvision's every pair
+  above the threshold (R-CNN), the best ``topk_candidates`` of each level (RetinaNet, FCOS) or of each class (SSD)
+  above it; torchvision's sigmoid heads may also return its background class, and its one-stage heads zero-area
+  boxes outside the image, which the kit drops (tested against ``torchvision_detections()`` in
+  ``tests/det/test_torchvision_eval.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +44,9 @@ from torch import nn
 
 from oarkit.core.registry import DetectorInput, PretrainedWeights, register_model
 
+from ..postprocess import MAX_PRE_NMS
 from .base import Decoded, DetectionModel, Target, check_targets
+from .torchvision_eval import TWO_STAGE, best_pairs, one_stage_outputs, two_stage_outputs
 from .zoo import LABEL_SETS, TEST_INPUT
 
 #: torchvision name -> (family, head module prefixes re-initialised for another number of classes, paper)
@@ -72,23 +88,26 @@ class TorchvisionDetector(DetectionModel):
     Args:
         name: the torchvision builder's name.
         num_classes: the kit's classes (the torchvision module gets one more, for background).
-        **kwargs: the builder's keyword arguments (``detections_per_img``, ``box_score_thresh``, ...).
+        **kwargs: the builder's keyword arguments (``rpn_post_nms_top_n_test``, ``box_score_thresh``, ...; see the
+            module docstring for which of them the eval path uses).
     """
-
-    nms_inside = True
 
     def __init__(self, name: str, *, num_classes: int, **kwargs: Any) -> None:
         super().__init__()
         self.num_classes, self.name = num_classes, name
+        self.family = MODELS[name][0]
         self.model = torchvision.models.get_model(name, weights=None, weights_backbone=None,
                                                   num_classes=num_classes + 1, **kwargs)
         self.with_masks = name.startswith("maskrcnn")
         self.stride_multiple = 32
 
-    @property
-    def detections_per_img(self) -> int:
-        m = self.model
-        return int(getattr(m, "detections_per_img", None) or m.roi_heads.detections_per_img)
+    def torchvision_nms(self) -> dict[str, float | int]:
+        """torchvision's own post-processing settings of this module as :class:`~oarkit.det.postprocess.NMSConfig`
+        fields (``score_threshold``, ``iou_threshold``, ``max_detections``): the task settings that evaluate it as
+        torchvision does (``task.score_threshold=...``); the kit's NMS does not read them by itself."""
+        post = self.model.roi_heads if self.family in TWO_STAGE else self.model
+        return {"score_threshold": float(post.score_thresh), "iou_threshold": float(post.nms_thresh),
+                "max_detections": int(post.detections_per_img)}
 
     def _no_resize(self, images: torch.Tensor) -> None:
         # The kit resized already: torchvision's transform keeps the batch's size and only normalises.
@@ -109,25 +128,29 @@ class TorchvisionDetector(DetectionModel):
         return out
 
     def forward(self, images: torch.Tensor, targets: Sequence[Target] | None = None) -> Any:
-        self._no_resize(images)
         if self.training:
+            self._no_resize(images)
             targets = check_targets(targets, images.shape[0])
             losses = self.model(list(images), self._targets(targets, images))
             return {"loss": sum(losses.values()), **losses}
-        detections = self.model(list(images))
-        k = self.detections_per_img
-        boxes = images.new_zeros(len(detections), k, 4)
-        scores = images.new_zeros(len(detections), k)
-        labels = torch.full((len(detections), k), -1, dtype=torch.long, device=images.device)
-        for i, d in enumerate(detections):
-            n = min(len(d["boxes"]), k)
-            boxes[i, :n], scores[i, :n], labels[i, :n] = d["boxes"][:n], d["scores"][:n], d["labels"][:n] - 1
-        return boxes, scores, labels
+        if self.family in TWO_STAGE:
+            return two_stage_outputs(self.model, images)
+        return one_stage_outputs(self.model, self.family, images)
 
     def decode(self, raw: Sequence[torch.Tensor]) -> Decoded:
-        boxes, scores, labels = raw
-        one_hot = torch.nn.functional.one_hot(labels.clamp(min=0), self.num_classes).to(scores.dtype)
-        return boxes, one_hot * (scores * (labels >= 0)).unsqueeze(-1)
+        boxes, scores = raw
+        if boxes.ndim == 4:  # two-stage: one box per (proposal, class); the best pairs are what the NMS can see
+            return best_pairs(boxes, scores, MAX_PRE_NMS)
+        return boxes, scores
+
+    @torch.no_grad()
+    def torchvision_detections(self, images: torch.Tensor) -> list[dict[str, torch.Tensor]]:
+        """torchvision's own eval forward with its own post-processing on the same module and input: per image
+        ``boxes``, ``scores`` and 0-based ``labels`` (-1 for torchvision's background class, which its sigmoid heads
+        may score). The reference the export-friendly path is tested against; call it in eval mode."""
+        self._no_resize(images)
+        return [{"boxes": d["boxes"], "scores": d["scores"], "labels": d["labels"] - 1}
+                for d in self.model(list(images))]
 
 
 def _box_masks(boxes: torch.Tensor, size: Sequence[int]) -> torch.Tensor:

@@ -2,7 +2,7 @@
 :func:`oarkit.core.export.export`) at its card's small test size, and onnxruntime's detections match eager's: box by
 box in the report's verification row, and explicitly on one input (counts and best score per image).
 
-The wrapped torchvision detectors are strict xfails: their NMS does not export with torch 2.14's dynamo exporter.
+Names whose test fails for a measured reason (see :data:`XFAIL`) are strict xfails.
 One name runs in ``make test``; the rest are slow (``make test-slow``).
 """
 
@@ -30,18 +30,30 @@ FAST = {"det/picodet_s_320"}
 #: families whose noise goes to their constant-initialised parameters only (zero heads, batch-norm scales): noise on
 #: every PP-YOLOE parameter grows through its backbone until every score is 1.0, all tied
 CONSTANT_NOISE = ("ppyoloe",)
-#: family -> why torch 2.14's dynamo ONNX exporter cannot export it (measured on the quickest name of each): the
-#: wrapped torchvision detectors run torchvision's own NMS, whose box count after a score threshold is data-dependent
-_RPN = ("torch.export GuardOnDataDependentSymNode Eq(4*u1, 0): torchvision batched_nms (ops/boxes.py:103) on the RPN "
-        "proposals left by its score threshold (filter_proposals)")
-_NMS = ("torch.export GuardOnDataDependentSymNode 4*Min(..., u0) + ... > 4000: torchvision batched_nms "
-        "(ops/boxes.py:86) on the candidates left by postprocess_detections' score threshold")
-XFAIL: dict[str, str] = {"faster_rcnn": _RPN, "mask_rcnn": _RPN, "retinanet": _NMS, "fcos": _NMS, "ssd": _NMS}
+#: family or name -> why its test fails (measured). The wrapped torchvision detectors export since their eval path
+#: has fixed shapes (det/models/torchvision_eval.py); FCOS, SSD300, SSDlite and both MobileNetV3 Faster R-CNNs pass.
+#: Noise 0.1 on every parameter of a ResNet-50-FPN makes every box of RetinaNet v1 and of the R-CNNs degenerate:
+_DEGENERATE = ("eager keeps [0, 0] detections: with noise 0.1 on every parameter every box of this ResNet-50-FPN "
+               "detector has zero area (dropped as torchvision drops boxes under 0.01 px), nothing to compare")
+#: and with batch-norm statistics calibrated on a random batch instead (tests/det/test_torchvision_eval.py's
+#: setup), onnxruntime matches eager for RetinaNet v1 (boxes 1 - IoU 4.5e-5, scores 6e-6) but the R-CNNs drift past
+#: the onnx tolerance (1e-4) through the RPN, RoIAlign and the box head (Faster R-CNN R50: 1 - IoU 2e-3 to 7e-3,
+#: scores 1e-3; the RPN proposals alone move by ~1e-3 px)
+_RCNN = _DEGENERATE + ("; calibrated instead, boxes drift up to 1 - IoU 7e-3 and scores 1e-3 from eager (tolerance "
+                       "1e-4; measured on fasterrcnn_resnet50_fpn)")
+XFAIL: dict[str, str] = {
+    "det/retinanet_resnet50_fpn": _DEGENERATE,
+    "det/retinanet_resnet50_fpn_v2": "output 'boxes' differs by 0.0108 (tolerance 0.0001): the same detections in "
+                                     "the same order, scores within 2e-6 and coordinates within 3.5e-3 px of eager, "
+                                     "but random boxes under a pixel wide turn that into 1 - IoU 1.1e-2",
+    "det/fasterrcnn_resnet50_fpn": _RCNN, "det/fasterrcnn_resnet50_fpn_v2": _RCNN,
+    "det/maskrcnn_resnet50_fpn": _RCNN, "det/maskrcnn_resnet50_fpn_v2": _RCNN,
+}
 
 
 def _param(name: str) -> pytest.param:
     marks = [] if name in FAST else [pytest.mark.slow]
-    reason = XFAIL.get(model_info(name).family)
+    reason = XFAIL.get(name) or XFAIL.get(model_info(name).family)
     if reason:
         marks.append(pytest.mark.xfail(strict=True, reason=reason))
     return pytest.param(name, marks=marks)
@@ -58,14 +70,19 @@ def test_every_name_exports_to_onnx_like_eager(name: str, tmp_path):
     source = export_source(name, pretrained=False)
     # Random initialisations tie: PaddleDetection's zero-weight heads score every box alike (or below the NMS
     # threshold), and a DETR's encoder scores tie, so that which queries its top-k keeps depends on the kernel (torch
-    # and onnxruntime pick different ones). Noise on every parameter spreads scores and boxes.
+    # and onnxruntime pick different ones). Noise on every parameter spreads scores and boxes. A DETR's noise is
+    # scaled by each tensor's own spread: 0.1 everywhere saturated the deeper ones (RT-DETR-R101, D-FINE-X kept no
+    # box; HGNetV2-X drew boxes 0.02 px wide, whose IoU float32 rounding alone moves by 15%).
+    detr = "transformers" in model_info(name).tags
     with torch.no_grad():
         for p in source.model.parameters():
-            if model_info(name).family not in CONSTANT_NOISE or (p.numel() > 1 and bool((p == p.flatten()[0]).all())):
-                p.add_(torch.randn_like(p), alpha=0.1)
-    if "transformers" in model_info(name).tags:
-        # A random DETR's boxes are 1-2 pixels wide, where float32 rounding (up to 7e-3 px after its transformer
-        # layers: RT-DETR-R34) moves the IoU by up to 4e-3: boxes are held to 1 - IoU <= 1e-2 (scores keep 1e-4).
+            spread = float(p.std()) if detr and p.numel() > 1 else 0.0
+            if detr or model_info(name).family not in CONSTANT_NOISE or (
+                    p.numel() > 1 and bool((p == p.flatten()[0]).all())):
+                p.add_(torch.randn_like(p), alpha=spread if spread > 0 else 0.1)
+    if detr:
+        # A random DETR's boxes are 4-30 pixels wide at the test size, where float32 rounding after its transformer
+        # layers moves the IoU by up to ~4e-3: boxes are held to 1 - IoU <= 1e-2 (scores keep 1e-4).
         deploy_spec = source.task.deploy_spec
         compare = DetectionComparator(source.task.nms.score_threshold, tolerances={"boxes": 1e-2})
         source.task.deploy_spec = lambda model: dataclasses.replace(deploy_spec(model), compare=compare)
