@@ -62,10 +62,15 @@ class DeployedDetector(nn.Module):
         return boxes, scores, labels.long(), num.long()
 
 
+#: pixels: thinner boxes are judged as if this wide (a box clipped flat at the border has an ill-conditioned IoU)
+MIN_BOX_SIDE = 1.0
+
+
 class DetectionComparator:
     """Fixed-size detections compared image by image: the first ``num`` rows of each image matched by IoU
     (:class:`~oarkit.core.export.compare.MatchedBoxes`, a box with a box of its own class first).
 
+    Boxes are in pixels; a side shorter than :data:`MIN_BOX_SIDE` is judged as that long about its centre.
     Only detections scoring at least the image's cut are judged: ``min_score`` (or the NMS score threshold), or
     the lowest score of an image that filled all its rows. A box within ``margin`` of the cut may be kept by one
     side only (a rounding difference, or an int8 score shift, decides which of two near-equal boxes is kept, not
@@ -94,7 +99,7 @@ class DetectionComparator:
         self.min_score = None if min_score is None else float(min_score)
         self.tolerances = dict(tolerances or {})
         self.matcher = MatchedBoxes("boxes", scores="scores", labels="labels", batch_index="image", min_iou=min_iou,
-                                    optional="optional")
+                                    optional="optional", min_side=MIN_BOX_SIDE)
 
     def _rows(self, out: Outputs, cut: list[float]) -> dict[str, torch.Tensor]:
         rows: dict[str, list[torch.Tensor]] = {"boxes": [], "scores": [], "labels": [], "image": [], "optional": []}

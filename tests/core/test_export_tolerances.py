@@ -133,3 +133,17 @@ def test_matched_boxes_prefer_their_own_class_and_excuse_optional_rows() -> None
     optional = MatchedBoxes("boxes", scores="scores", labels="labels", optional="optional")
     diffs = optional(ref | {"optional": torch.tensor([False])}, act | {"optional": torch.tensor([True, False])})
     assert diffs["boxes"].error == pytest.approx(0.1) and diffs["optional"].error == 0  # only 1 - IoU 0.9 is left
+
+
+def test_matched_boxes_judge_slivers_at_a_minimum_side() -> None:
+    # a box clipped flat at the border: 1e-4 px of rounding halves its IoU, which a 1 px floor makes 1e-4
+    ref = {"boxes": torch.tensor([[0.0, 10.0, 2e-4, 30.0], [40.0, 40.0, 60.0, 60.0]])}
+    act = {"boxes": torch.tensor([[0.0, 10.0, 1e-4, 30.0], [40.0, 40.0, 60.0, 60.5]])}
+    assert MatchedBoxes("boxes")(ref, act)["boxes"].error == pytest.approx(0.5, abs=1e-3)
+    floored = MatchedBoxes("boxes", min_side=1.0)(ref, act)["boxes"]
+    assert floored.error == pytest.approx(0.5 / 20.5, rel=1e-3)  # now the real 0.5 px move of the second box
+    assert floored.max_abs == pytest.approx(0.5)  # coordinates are reported as they are
+    moved = {"boxes": torch.tensor([[0.6, 10.0, 0.6001, 30.0], [40.0, 40.0, 60.0, 60.0]])}
+    assert MatchedBoxes("boxes", min_side=1.0)(ref, moved)["boxes"].error > 0.4  # a sliver that moves still fails
+    with pytest.raises(ConfigError, match="min_side"):
+        MatchedBoxes("boxes", min_side=-1.0)
