@@ -59,18 +59,22 @@ def _size(name: str) -> int:
 
 
 def _model(name: str) -> torch.nn.Module:
-    """A seeded random model whose scores spread: batch-norm statistics set from a calibration batch, class layers
-    with wider weights, the background class of sigmoid heads switched off."""
+    """A seeded random model whose scores spread: batch-norm statistics set from a calibration batch, class logits
+    of at most about two units (weights scaled by what the class layers see, std at most 0.1), the background class
+    of sigmoid heads off."""
     torch.manual_seed(0)
     model = create_model(name, num_classes=NUM_CLASSES).eval()
     norms = [m for m in model.modules() if isinstance(m, (FrozenBatchNorm2d, torch.nn.BatchNorm2d))]
     hooks = [m.register_forward_pre_hook(_calibrate) for m in norms]
+    rms: dict[torch.nn.Module, float] = {}
+    hooks += [m.register_forward_pre_hook(lambda m, inputs: rms.__setitem__(m, float(inputs[0].square().mean().sqrt())))
+              for m in _class_layers(model)]
     with torch.no_grad():
         model(torch.rand(2, 3, _size(name), _size(name), generator=torch.Generator().manual_seed(7)))
         for hook in hooks:
             hook.remove()
         for layer in _class_layers(model):
-            layer.weight.normal_(0.0, 0.1)
+            layer.weight.normal_(0.0, min(0.1, 2.0 / (layer.weight[0].numel() ** 0.5 * max(rms[layer], 1e-6))))
         if model.family in ("retinanet", "fcos"):
             # a trained sigmoid head never scores torchvision's background; the prior bias (-4.6) leaves a random
             # head's scores under RetinaNet's threshold (0.05)
