@@ -21,9 +21,8 @@ from oarkit.core.registry import create_model, model_info
 from .charset import CharDictionary
 from .data.datasets import DetPreprocess, RecPreprocess
 from .data.module import OCRClsData, OCRDetData, OCRRecData
-from .postprocess.db import DBPostProcess
 from .tasks import TextDetectionTask, TextOrientationTask, TextRecognitionTask
-from .tasks.det import EVAL_POSTPROCESS
+from .tasks.det import published_postprocess
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +59,7 @@ def registry_meta(name: str, model: torch.nn.Module) -> dict[str, Any]:
     if card.task == "ocr/det":
         pre = DetPreprocess(mean=tuple(spec.mean), std=tuple(spec.std), limit_side_len=int(spec.size[0]))
         meta["preprocessing"] = pre.to_dict()
-        published = getattr(model, "db_postprocess", None) or {}  # the release's own DB settings (PP-OCRv6)
-        meta["postprocess"] = DBPostProcess(**{**EVAL_POSTPROCESS, **published}).to_dict()
+        meta["postprocess"] = published_postprocess(model).to_dict()
     elif card.task == "ocr/rec":
         dictionary = CharDictionary.load(getattr(model, "character_dict", "ppocr_keys_v1"),
                                          use_space_char=bool(getattr(model, "use_space_char", True)))

@@ -32,6 +32,12 @@ INT8_BINARY_MAP_TOLERANCE = 0.01
 EVAL_POSTPROCESS = {"thresh": 0.3, "box_thresh": 0.6, "unclip_ratio": 1.5, "max_candidates": 1000}
 
 
+def published_postprocess(model: nn.Module, overrides: dict[str, Any] | None = None) -> DBPostProcess:
+    """PaddleOCR's evaluation settings, under the detector's published ones (``db_postprocess``: PP-OCRv6's), under
+    ``overrides``."""
+    return DBPostProcess(**{**EVAL_POSTPROCESS, **(getattr(model, "db_postprocess", None) or {}), **(overrides or {})})
+
+
 class DetExport(nn.Module):
     """Export wrapper: the eval-mode detector returning its probability map ``[B, 1, H, W]``."""
 
@@ -87,8 +93,7 @@ class TextDetectionTask(Task):
                 data.configure(mean=spec.mean, std=spec.std)
         self.preprocessing = data.preprocess.to_dict()
         model = self.model_factory()
-        published = getattr(model, "db_postprocess", None) or {}  # the release's own settings (PP-OCRv6)
-        self.postprocess = DBPostProcess(**{**EVAL_POSTPROCESS, **published, **self.postprocess_overrides})
+        self.postprocess = published_postprocess(model, self.postprocess_overrides)
         logger.info("detector %s (%.2fM parameters)", name or type(model).__name__,
                     sum(p.numel() for p in model.parameters()) / 1e6)
         return model
