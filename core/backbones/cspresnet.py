@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .base import Backbone, stage
-from .layers import PADDLE_HARDSIGMOID_SLOPE, ConvBNAct, Hardsigmoid, make_act
+from .layers import PADDLE_HARDSIGMOID_SLOPE, ConvBNAct, Hardsigmoid, fuse_conv_bn, make_act
 
 
 class RepVggBlock(nn.Module):
@@ -57,20 +57,13 @@ class RepVggBlock(nn.Module):
         # Paddle tests ``if self.alpha:``, and a Paddle tensor is true when positive: a non-positive alpha is unused
         return torch.where(self.alpha > 0, self.alpha, torch.ones_like(self.alpha))
 
-    @staticmethod
-    def _fuse(branch: ConvBNAct) -> tuple[torch.Tensor, torch.Tensor]:
-        bn = branch.bn
-        std = (bn.running_var + bn.eps).sqrt()
-        t = (bn.weight / std).reshape(-1, 1, 1, 1)
-        return branch.conv.weight * t, bn.bias - bn.running_mean * bn.weight / std
-
     @torch.no_grad()
     def reparameterize(self) -> None:
         """Fold both branches into one 3x3 convolution ``conv`` (Paddle's ``convert_to_deploy``)."""
         if self.conv is not None:
             return
-        k3, b3 = self._fuse(self.conv1)
-        k1, b1 = self._fuse(self.conv2)
+        k3, b3 = fuse_conv_bn(self.conv1.conv.weight, self.conv1.bn)
+        k1, b1 = fuse_conv_bn(self.conv2.conv.weight, self.conv2.bn)
         k1 = F.pad(k1, [1, 1, 1, 1])
         if self.alpha is not None:
             k1, b1 = k1 * self._alpha(), b1 * self._alpha()

@@ -40,6 +40,17 @@ SE_HARDSIGMOID_SLOPE = 0.2
 HARDSIGMOID_OFFSET = 0.5
 
 
+def fuse_conv_bn(kernel: torch.Tensor, bn: nn.BatchNorm2d, bias: torch.Tensor | None = None, *,
+                 out_dim: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The kernel and bias of ``bn(conv(x))`` as one convolution (BatchNorm's running statistics); ``bias`` is the
+    convolution's own, if any; ``out_dim`` is the kernel's output-channel dimension (1 for a transposed one)."""
+    scale = bn.weight / (bn.running_var + bn.eps).sqrt()
+    shape = [1] * kernel.ndim
+    shape[out_dim] = -1
+    mean = bn.running_mean if bias is None else bn.running_mean - bias
+    return kernel * scale.reshape(shape), bn.bias - mean * scale
+
+
 def make_divisible(value: float, divisor: int = 8, min_value: int | None = None) -> int:
     """Round ``value`` to the nearest multiple of ``divisor``, never below ``min_value`` nor 10% below ``value``.
 

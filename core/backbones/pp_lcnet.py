@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .base import Backbone, FeatureInfo, stage
-from .layers import PADDLE_HARDSIGMOID_SLOPE, ConvBNAct, SEModule, Size2, make_act, make_divisible
+from .layers import PADDLE_HARDSIGMOID_SLOPE, ConvBNAct, SEModule, Size2, fuse_conv_bn, make_act, make_divisible
 
 #: per block: kernel, input channels, output channels, stride, squeeze-and-excitation (at scale 1)
 BlockConfig = tuple[int, int, int, Size2, bool]
@@ -199,12 +199,6 @@ class Act(nn.Module):
         return self.lab(self.act(x))
 
 
-def _fuse_conv_bn(kernel: torch.Tensor, bn: nn.BatchNorm2d) -> tuple[torch.Tensor, torch.Tensor]:
-    """The kernel and bias of ``bn(conv(x))`` as one convolution (inference statistics)."""
-    std = (bn.running_var + bn.eps).sqrt()
-    return kernel * (bn.weight / std).reshape(-1, 1, 1, 1), bn.bias - bn.running_mean * bn.weight / std
-
-
 class LearnableRepLayer(nn.Module):
     """Sum of ``num_conv_branches`` kxk ConvBN branches, a 1x1 ConvBN branch (when k > 1) and a BatchNorm
     identity (when shape-preserving), then a LearnableAffineBlock and, unless the stride is 2, an :class:`Act`.
@@ -258,18 +252,18 @@ class LearnableRepLayer(nn.Module):
         kernel = torch.zeros_like(self.conv_kxk[0].conv.weight)
         bias = torch.zeros(self.out_channels, dtype=kernel.dtype, device=kernel.device)
         for branch in self.conv_kxk:
-            k, b = _fuse_conv_bn(branch.conv.weight, branch.bn)
+            k, b = fuse_conv_bn(branch.conv.weight, branch.bn)
             kernel, bias = kernel + k, bias + b
         center = self.kernel_size // 2
         if self.conv_1x1 is not None:
-            k, b = _fuse_conv_bn(self.conv_1x1.conv.weight, self.conv_1x1.bn)
+            k, b = fuse_conv_bn(self.conv_1x1.conv.weight, self.conv_1x1.bn)
             kernel, bias = kernel + F.pad(k, [center] * 4), bias + b
         if self.identity is not None:
             per_group = self.in_channels // self.groups
             eye = torch.zeros_like(kernel)
             index = torch.arange(self.in_channels, device=kernel.device)
             eye[index, index % per_group, center, center] = 1
-            k, b = _fuse_conv_bn(eye, self.identity)
+            k, b = fuse_conv_bn(eye, self.identity)
             kernel, bias = kernel + k, bias + b
         return kernel, bias
 

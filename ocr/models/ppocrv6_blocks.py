@@ -27,27 +27,25 @@ import torch.nn.functional as F
 from torch import nn
 
 from oarkit.core.backbones.base import Backbone
-from oarkit.core.backbones.layers import PADDLE_HARDSIGMOID_SLOPE, SEModule
+from oarkit.core.backbones.layers import PADDLE_HARDSIGMOID_SLOPE, SEModule, fuse_conv_bn
 
 Size2 = int | tuple[int, int]
 
 
 def fold_bn(conv: nn.Conv2d | nn.ConvTranspose2d, bn: nn.BatchNorm2d) -> nn.Conv2d | nn.ConvTranspose2d:
     """A copy of ``conv`` with ``bn`` (in eval form: running statistics) folded into its weight and bias."""
-    scale = bn.weight.detach() / torch.sqrt(bn.running_var + bn.eps)
-    bias = conv.bias.detach() if conv.bias is not None else torch.zeros_like(bn.running_mean)
     transposed = isinstance(conv, nn.ConvTranspose2d)
+    # a transposed convolution's weight is [in, out / groups, kh, kw]: the output channel is dim 1 (groups == 1 here)
+    weight, bias = fuse_conv_bn(conv.weight.detach(), bn, None if conv.bias is None else conv.bias.detach(),
+                                out_dim=1 if transposed else 0)
     kwargs = {"stride": conv.stride, "padding": conv.padding, "dilation": conv.dilation, "groups": conv.groups,
               "bias": True, "padding_mode": conv.padding_mode}
     if transposed:
         fused = nn.ConvTranspose2d(conv.in_channels, conv.out_channels, conv.kernel_size,
                                    output_padding=conv.output_padding, **kwargs)
-        # weight [in, out / groups, kh, kw]: the output channel is dim 1 (groups == 1 here)
-        fused.weight.data = conv.weight.detach() * scale.view(1, -1, 1, 1)
     else:
         fused = nn.Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, **kwargs)
-        fused.weight.data = conv.weight.detach() * scale.view(-1, 1, 1, 1)
-    fused.bias.data = (bias - bn.running_mean) * scale + bn.bias.detach()
+    fused.weight.data, fused.bias.data = weight.detach(), bias.detach()
     return fused.to(conv.weight.device)
 
 
