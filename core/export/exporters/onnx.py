@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import warnings
@@ -14,41 +13,10 @@ import torch
 from oarkit.core.chatter import quiet_loggers
 from oarkit.core.deploy.optional import require
 from oarkit.core.export.context import ExportContext
+from oarkit.core.export.exporters.rnn import rnn_while_loop_decompositions
 from oarkit.core.export.formats import ExportFormat, register_format
 
 logger = logging.getLogger(__name__)
-
-#: the operators whose Python kernel torch.onnx swaps for a while_loop decomposition while it captures a graph with
-#: dynamic shapes (``torch.export._patches.register_{lstm,gru}_while_loop_decomposition``)
-RNN_OPS = ("lstm", "gru")
-
-
-@contextlib.contextmanager
-def fresh_rnn_dispatch():
-    """Forget the Python dispatcher's cached kernels of the RNN operators before and after an ONNX export.
-
-    With dynamic shapes, torch.onnx (torch 2.14) captures ``aten.lstm.input`` / ``aten.gru.input`` with a
-    while_loop decomposition that it installs by assigning ``op.py_kernels``, which leaves the operator's
-    ``_dispatch_cache`` as it was. Its type-promotion pass then runs the captured graph outside that patch and caches
-    the stock unrolled decomposition for ``AutogradCPU``; every later capture in the process ignores the patch and
-    traces the stock one, which fails on a computed sequence length (a CRNN's width after its backbone: "stack
-    expects each tensor to be equal size"). So a second LSTM model exported in one process, even the same one
-    again, did not export. Cleared caches resolve the kernel installed at the time of each call; numerics do not
-    change (the ONNX file holds one ``LSTM`` node either way).
-    """
-
-    def clear() -> None:
-        for name in RNN_OPS:
-            cache = getattr(getattr(torch.ops.aten, name).input, "_dispatch_cache", None)  # private: may go away
-            if cache is not None:
-                cache.clear()
-
-    clear()
-    try:
-        yield
-    finally:
-        clear()
-
 
 def embed_metadata(path: str, metadata: dict[str, str]) -> None:
     """Write ``metadata`` into the ONNX file's ``metadata_props`` (readable by any ONNX tool), and drop the
@@ -96,7 +64,7 @@ def export_onnx(ctx: ExportContext) -> str:
     # become aten._is_all_true nodes, which the ONNX exporter cannot translate: off while exporting
     checks_off = mock.patch.dict(os.environ, {"TRANSFORMERS_DISABLE_TORCH_CHECK": "1"})
     with warnings.catch_warnings(), quiet_loggers("onnxscript", "onnx_ir", "torch.onnx"), checks_off, \
-            fresh_rnn_dispatch():
+            rnn_while_loop_decompositions():
         warnings.simplefilter("ignore")  # the exporter's deprecation chatter about its own internals
         names = {"input_names": list(ctx.spec.input_names), "output_names": list(ctx.spec.output_names)}
         torch.onnx.export(ctx.module, ctx.inputs, str(path), dynamo=True, external_data=False,

@@ -7,13 +7,15 @@ import json
 import torch
 
 from oarkit.core.export.context import ExportContext
+from oarkit.core.export.exporters.rnn import rnn_while_loop_decompositions
 from oarkit.core.export.formats import ExportFormat, register_format
 
 
 def export_pt2(ctx: ExportContext) -> str:
     """Write ``model.pt2`` with the deploy metadata as extra files under ``oarkit/``."""
-    program = torch.export.export(ctx.module, ctx.inputs, dynamic_shapes=ctx.dynamic_shapes(),
-                                  strict=ctx.options["strict"])
+    with rnn_while_loop_decompositions():  # an LSTM's sequence length stays dynamic
+        program = torch.export.export(ctx.module, ctx.inputs, dynamic_shapes=ctx.dynamic_shapes(),
+                                      strict=ctx.options["strict"])
     path = ctx.folder / "model.pt2"
     torch.export.save(program, str(path), extra_files={"oarkit/metadata.json": json.dumps(ctx.metadata)})
     return path.name
