@@ -18,6 +18,7 @@ from oarkit.core.deploy.pipeline import DeployedPipeline, Stage, is_pipeline_dir
 from oarkit.core.errors import OarkitError
 
 from ..charset import CharDictionary
+from ..postprocess.db import DBPostProcess
 from .glue import DET_DEFAULTS
 from .results import OCRResult
 
@@ -26,9 +27,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_DET = "ocr/ppocrv4_det_mobile"
 DEFAULT_REC = "ocr/ppocrv4_rec_mobile"
 DEFAULT_CLS = "ocr/cls_mv3_mobile"
-#: PaddleOCR's inference defaults for DB (``det_db_*`` flags)
-DEFAULT_DB = {"thresh": 0.3, "box_thresh": 0.6, "unclip_ratio": 1.5, "max_candidates": 1000, "use_dilation": False,
-              "score_mode": "fast"}
+#: PaddleOCR's inference defaults for DB (``det_db_*`` flags): :class:`DBPostProcess`'s own
+DEFAULT_DB = DBPostProcess().to_dict()
 
 StageSource = str | Path | nn.Module | None
 

@@ -28,14 +28,12 @@ logger = logging.getLogger(__name__)
 #: the share of probability-map pixels an int8 export may move across the binarisation threshold (PP-OCRv4 mobile
 #: on rendered pages: 0.4-0.5%, all at text borders, hmean unchanged)
 INT8_BINARY_MAP_TOLERANCE = 0.01
-#: PaddleOCR's evaluation post-processing of DB detectors (``PostProcess`` in the det_*.yml recipes)
-EVAL_POSTPROCESS = {"thresh": 0.3, "box_thresh": 0.6, "unclip_ratio": 1.5, "max_candidates": 1000}
 
 
 def published_postprocess(model: nn.Module, overrides: dict[str, Any] | None = None) -> DBPostProcess:
-    """PaddleOCR's evaluation settings, under the detector's published ones (``db_postprocess``: PP-OCRv6's), under
-    ``overrides``."""
-    return DBPostProcess(**{**EVAL_POSTPROCESS, **(getattr(model, "db_postprocess", None) or {}), **(overrides or {})})
+    """PaddleOCR's evaluation settings (:class:`DBPostProcess`'s defaults, ``PostProcess`` in its det_*.yml
+    recipes), under the detector's published ones (``db_postprocess``: PP-OCRv6's), under ``overrides``."""
+    return DBPostProcess(**{**(getattr(model, "db_postprocess", None) or {}), **(overrides or {})})
 
 
 class DetExport(nn.Module):
@@ -78,7 +76,7 @@ class TextDetectionTask(Task):
         self.model_factory = model_factory(model, pretrained=pretrained)
         self.loss = loss or DBLoss()
         self.postprocess_overrides = dict(postprocess or {})
-        self.postprocess = DBPostProcess(**{**EVAL_POSTPROCESS, **self.postprocess_overrides})
+        self.postprocess = DBPostProcess(**self.postprocess_overrides)
         self.preprocessing: dict[str, Any] = {}
 
     @property
