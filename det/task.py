@@ -154,15 +154,25 @@ class DetectionTask(Task):
         h, w = self.preprocessing.get("size", (640, 640))
         return (torch.randn(1, 3, h, w),)
 
+    def pixel_range(self) -> tuple[float, float]:
+        """The values an image takes after the preprocessing's normalisation (pixels in [0, 1]; the widest over the
+        channels): what random verification inputs span, so that they look like images to the model rather than
+        standard normal noise, which a detector's input never is (a calibrated random R-CNN keeps no detection on
+        it, so that an export check would judge nothing)."""
+        mean = [float(v) for v in self.preprocessing.get("mean", (0.0, 0.0, 0.0))]
+        std = [float(v) for v in self.preprocessing.get("std", (1.0, 1.0, 1.0))]
+        return min(-m / s for m, s in zip(mean, std)), max((1.0 - m) / s for m, s in zip(mean, std))
+
     def postprocessing(self) -> dict[str, Any]:
         return {"nms": self.nms.to_dict(), "stride_multiple": self.stride_multiple, "box_format": "xyxy",
                 "outputs": ["boxes", "scores", "labels", "num"]}
 
     def deploy_spec(self, model: nn.Module) -> DeploySpec:
         """Detections after NMS inside the graph, fixed-size (``max_detections`` rows per image and a count), at
-        the evaluation size with a dynamic batch; compared by matching boxes (IoU) image by image, an int8 artifact
-        on its confident detections (see :data:`INT8_TOLERANCES`), quantized with :data:`INT8_OPTIONS` and the
-        model's ``int8_float_modules`` kept float."""
+        the evaluation size with a dynamic batch; compared by matching boxes (IoU) image by image (within the
+        model's own ``export_tolerances`` where it states them), an int8 artifact on its confident detections (see
+        :data:`INT8_TOLERANCES`), quantized with :data:`INT8_OPTIONS` and the model's ``int8_float_modules`` kept
+        float. Random verification inputs span :meth:`pixel_range`."""
         if hasattr(model, "reparameterize"):
             model.reparameterize()
         h, w = self.preprocessing.get("size", (640, 640))
@@ -170,10 +180,12 @@ class DetectionTask(Task):
         quantized = DetectionComparator(self.nms.score_threshold, margin=INT8_SCORE_TOLERANCE,
                                         min_score=max(INT8_MIN_SCORE, self.nms.score_threshold),
                                         tolerances=INT8_TOLERANCES)
+        compare = DetectionComparator(self.nms.score_threshold, tolerances=getattr(model, "export_tolerances", None))
+        low, high = self.pixel_range()
         return DeploySpec(module=DetectionExport(model, self.nms).eval(), example_inputs=self.example_inputs(),
                           input_names=["images"], output_names=["boxes", "scores", "labels", "num"],
-                          inputs=[InputSpec("images", [Dim("batch", 1, 64), 3, h, w])],
-                          compare=DetectionComparator(self.nms.score_threshold), quantized_compare=quantized,
+                          inputs=[InputSpec("images", [Dim("batch", 1, 64), 3, h, w], low=low, high=high)],
+                          compare=compare, quantized_compare=quantized,
                           export_options={"onnx_int8": {**INT8_OPTIONS, "float_modules": float_modules}},
                           deployed_wrapper=DeployedDetector,
                           preprocessing=self.preprocessing, postprocessing=self.postprocessing(), labels=self.labels)

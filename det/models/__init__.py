@@ -33,6 +33,10 @@ The contract every ``det/`` model keeps (modelled on torchvision's detection mod
   detect and stay float in int8 exports (PP-YOLOE's fixed DFL projection ``yolo_head.proj_conv``, a convolution
   that integrates the distance bins; PicoDet's integral is a matrix product, which the kit's int8 op types leave
   float anyway).
+- ``model.export_tolerances`` (a dict, empty unless said): bounds of the float export comparison
+  (:class:`~oarkit.det.export_graph.DetectionComparator`'s ``tolerances``) where float rounding grows past the
+  format's through the model's own selection steps (the R-CNNs: proposals chosen by top-k and NMS, then pooled at
+  their coordinates; see :data:`.torchvision_models.TWO_STAGE_EXPORT_TOLERANCES`).
 - ``model.reparameterize()`` where the model has re-parameterizable blocks (PP-YOLOE's RepVGG blocks): folded
   before export with equal outputs.
 - Cards: task id ``det``, a :class:`~oarkit.core.cards.DetectorInput` (size the weights were evaluated at, stride

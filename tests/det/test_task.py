@@ -127,3 +127,23 @@ def test_int8_comparator_judges_the_detections_a_user_sees():
     assert not verdict(out([b], [0.55], [2]))["boxes"]  # the confident box is gone
     assert not verdict(out([a], [0.7], [1]))["scores"]  # its score moved by 0.2
     assert not verdict(out([a], [0.9], [3]))["labels"]  # it changed class
+
+
+def test_deploy_spec_takes_the_models_own_bounds_and_image_like_inputs():
+    from oarkit.core.engine.deploy_spec import Dim
+    from oarkit.core.export.prepare import random_inputs
+
+    from .conftest import ToyDetector
+
+    task = DetectionTask(ToyDetector, score_threshold=0.05)
+    task.preprocessing = {"size": [64, 64], "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
+    model = ToyDetector().eval()
+    assert task.deploy_spec(model).compare.tolerances == {}  # the format's tolerance
+    model.export_tolerances = {"boxes": 2e-2, "scores": 2e-3}  # as the two-stage R-CNNs state
+    spec = task.deploy_spec(model)
+    assert spec.compare.tolerances == {"boxes": 2e-2, "scores": 2e-3}
+    # random verification images span the normalised range of pixels in [0, 1], not standard normal noise
+    low, high = (0 - 0.485) / 0.229, (1 - 0.406) / 0.225
+    assert (spec.inputs[0].low, spec.inputs[0].high) == pytest.approx((low, high))
+    x, = random_inputs(spec, {d.name: 2 for d in spec.inputs[0].dims if isinstance(d, Dim)}, seed=0)
+    assert x.shape == (2, 3, 64, 64) and low <= float(x.min()) and float(x.max()) < high
