@@ -16,6 +16,8 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 from oarkit.det import prepare_det_shapes  # noqa: E402
+from oarkit.det.models.torchvision_eval import TWO_STAGE  # noqa: E402
+from oarkit.det.models.torchvision_models import TorchvisionDetector  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -77,3 +79,69 @@ class ToyDetector(nn.Module):
 @pytest.fixture
 def toy_detector():
     return ToyDetector
+
+
+# -- random detectors whose outputs depend on their input (tests that compare two runs of one model) --------------
+# A random backbone with the unit statistics its norms start with (mean 0, variance 1) gives features that vanish
+# or explode with depth: every score ties (or saturates at 1.0) and every box degenerates, so an export check has
+# nothing to judge. calibrate() sets each norm's statistics from what it sees on a random batch (a trained model's
+# are its data's) and scales the class layers of the wrapped torchvision detectors so that their logits spread.
+
+def _running_stats(module: nn.Module) -> bool:
+    """A batch norm of any kind (torch's, torchvision's and transformers' frozen ones): running statistics over
+    channel dimension 1."""
+    return isinstance(getattr(module, "running_mean", None), torch.Tensor) and \
+        isinstance(getattr(module, "running_var", None), torch.Tensor)
+
+
+def _set_statistics(norm: nn.Module, inputs: tuple[torch.Tensor, ...]) -> None:
+    x = inputs[0]
+    dims = [d for d in range(x.dim()) if d != 1]
+    norm.running_mean.copy_(x.mean(dim=dims))
+    norm.running_var.copy_(x.var(dim=dims))
+
+
+def class_layers(model: nn.Module) -> list[nn.Module]:
+    """The layers that give a wrapped torchvision detector's class logits (a Linear or a Conv2d each); for the
+    R-CNNs the RPN's objectness too, whose random scores otherwise nearly tie."""
+    tv = model.model
+    if model.family in TWO_STAGE:
+        return [tv.roi_heads.box_predictor.cls_score, tv.rpn.head.cls_logits]
+    if model.family == "ssd":  # one predictor per level: a convolution (SSD300) or a block ending in one (SSDlite)
+        return [m if isinstance(m, nn.Conv2d) else m[-1] for m in tv.head.classification_head.module_list]
+    return [tv.head.classification_head.cls_logits]
+
+
+@torch.no_grad()
+def calibrate(model: nn.Module, images: torch.Tensor) -> nn.Module:
+    """``model`` (in eval mode) with its norms' statistics set from ``images`` and, for a wrapped torchvision
+    detector, class logits of at most about two units (weights scaled by what the class layers see, std at most
+    0.1) and the background class of its sigmoid heads off (a trained head never scores it)."""
+    model.eval()
+    torchvision = isinstance(model, TorchvisionDetector)
+    hooks = [m.register_forward_pre_hook(_set_statistics) for m in model.modules() if _running_stats(m)]
+    rms: dict[nn.Module, float] = {}
+    for layer in class_layers(model) if torchvision else []:
+        hooks.append(layer.register_forward_pre_hook(
+            lambda m, inputs: rms.__setitem__(m, float(inputs[0].square().mean().sqrt()))))
+    model(images)
+    for hook in hooks:
+        hook.remove()
+    if not torchvision:
+        return model
+    for layer in class_layers(model):
+        layer.weight.normal_(0.0, min(0.1, 2.0 / (layer.weight[0].numel() ** 0.5 * max(rms[layer], 1e-6))))
+    if model.family in ("retinanet", "fcos"):
+        # the prior bias (-4.6) leaves a random head's scores under RetinaNet's threshold (0.05)
+        cls_logits = model.model.head.classification_head.cls_logits  # channels: (anchor, class)
+        classes = model.model.head.classification_head.num_classes
+        cls_logits.weight.view(-1, classes, *cls_logits.weight.shape[1:])[:, 0] = 0.0
+        cls_logits.bias.view(-1, classes)[:, 0] = -20.0
+        cls_logits.bias.view(-1, classes)[:, 1:] = -2.5
+    return model
+
+
+@pytest.fixture
+def calibrated():
+    """:func:`calibrate`, for tests that build their own random detectors."""
+    return calibrate

@@ -34,7 +34,6 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from torchvision.models.detection.image_list import ImageList  # noqa: E402
 from torchvision.ops import box_iou  # noqa: E402
-from torchvision.ops.misc import FrozenBatchNorm2d  # noqa: E402
 
 from oarkit.core import create_model, list_models, model_info  # noqa: E402
 from oarkit.det.models.torchvision_eval import MIN_BOX_SIZE, TWO_STAGE, prepare_images, rpn_proposals  # noqa: E402
@@ -58,50 +57,11 @@ def _size(name: str) -> int:
     return max(SIZE, model_info(name).test_input_size[-1])
 
 
-def _model(name: str) -> torch.nn.Module:
-    """A seeded random model whose scores spread: batch-norm statistics set from a calibration batch, class logits
-    of at most about two units (weights scaled by what the class layers see, std at most 0.1), the background class
-    of sigmoid heads off."""
+def _model(name: str, calibrate) -> torch.nn.Module:
+    """A seeded random model whose scores spread (conftest's ``calibrate``)."""
     torch.manual_seed(0)
-    model = create_model(name, num_classes=NUM_CLASSES).eval()
-    norms = [m for m in model.modules() if isinstance(m, (FrozenBatchNorm2d, torch.nn.BatchNorm2d))]
-    hooks = [m.register_forward_pre_hook(_calibrate) for m in norms]
-    rms: dict[torch.nn.Module, float] = {}
-    hooks += [m.register_forward_pre_hook(lambda m, inputs: rms.__setitem__(m, float(inputs[0].square().mean().sqrt())))
-              for m in _class_layers(model)]
-    with torch.no_grad():
-        model(torch.rand(2, 3, _size(name), _size(name), generator=torch.Generator().manual_seed(7)))
-        for hook in hooks:
-            hook.remove()
-        for layer in _class_layers(model):
-            layer.weight.normal_(0.0, min(0.1, 2.0 / (layer.weight[0].numel() ** 0.5 * max(rms[layer], 1e-6))))
-        if model.family in ("retinanet", "fcos"):
-            # a trained sigmoid head never scores torchvision's background; the prior bias (-4.6) leaves a random
-            # head's scores under RetinaNet's threshold (0.05)
-            cls_logits = model.model.head.classification_head.cls_logits  # channels: (anchor, class)
-            cls_logits.weight.view(-1, NUM_CLASSES + 1, *cls_logits.weight.shape[1:])[:, 0] = 0.0
-            cls_logits.bias.view(-1, NUM_CLASSES + 1)[:, 0] = -20.0
-            cls_logits.bias.view(-1, NUM_CLASSES + 1)[:, 1:] = -2.5
-    return model
-
-
-def _calibrate(norm: torch.nn.Module, inputs: tuple[torch.Tensor, ...]) -> None:
-    """Set a batch norm's statistics from its input: without them (mean 0, variance 1 in torchvision's frozen
-    layers) a random backbone's features vanish or explode, and every proposal scores alike or every box is
-    degenerate."""
-    x = inputs[0]
-    norm.running_mean.copy_(x.mean(dim=(0, 2, 3)))
-    norm.running_var.copy_(x.var(dim=(0, 2, 3)))
-
-
-def _class_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
-    """The layers that give the class logits (a Linear or a Conv2d each)."""
-    tv = model.model
-    if model.family in TWO_STAGE:  # and the RPN's objectness, whose random scores otherwise nearly tie
-        return [tv.roi_heads.box_predictor.cls_score, tv.rpn.head.cls_logits]
-    if model.family == "ssd":  # one predictor per level: a convolution (SSD300) or a block ending in one (SSDlite)
-        return [m if isinstance(m, torch.nn.Conv2d) else m[-1] for m in tv.head.classification_head.module_list]
-    return [tv.head.classification_head.cls_logits]
+    model = create_model(name, num_classes=NUM_CLASSES)
+    return calibrate(model, torch.rand(2, 3, _size(name), _size(name), generator=torch.Generator().manual_seed(7)))
 
 
 def _partnerless(ours: dict[str, torch.Tensor], theirs: dict[str, torch.Tensor], cut: float) -> list[str]:
@@ -143,8 +103,8 @@ def _ties(scores: torch.Tensor, det: dict[str, torch.Tensor]) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in FAST else pytest.mark.slow) for n in NAMES])
-def test_eval_path_gives_torchvisions_detections(name: str):
-    model = _model(name)
+def test_eval_path_gives_torchvisions_detections(name: str, calibrated):
+    model = _model(name, calibrated)
     tv = model.model
     x = torch.rand(2, 3, _size(name), _size(name), generator=torch.Generator().manual_seed(1))
     settings = model.torchvision_nms()
@@ -181,8 +141,8 @@ def test_eval_path_gives_torchvisions_detections(name: str):
 
 @pytest.mark.parametrize("name", ["det/fasterrcnn_mobilenet_v3_large_320_fpn",
                                   pytest.param("det/maskrcnn_resnet50_fpn", marks=pytest.mark.slow)])
-def test_rpn_proposals_are_torchvisions(name: str):
-    model = _model(name)
+def test_rpn_proposals_are_torchvisions(name: str, calibrated):
+    model = _model(name, calibrated)
     tv = model.model
     x = torch.rand(2, 3, SIZE, SIZE, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
