@@ -153,6 +153,11 @@ class DeploySpec:
         quantized_compare: the comparators for int8 artifacts (int8 formats, and float formats carrying a QAT
             graph), when they must judge otherwise than ``compare`` (a detector: confident detections only, with
             bounds of their own); ``None``: ``compare``.
+        spread_nudge: float artifacts are also held to how far eager's own outputs move when every float input
+            moves by this much (standard normal noise times ``spread_nudge``) on the same batches, where that is
+            more than an output's tolerance: outputs that select among near-ties (a detector's top-k and NMS, a
+            DETR's query selection) move that far under any rounding difference, which an export cannot avoid;
+            ``None``: off.
         export_options: per format name, the options this model exports with unless the caller gives them (a
             detector: ``{"onnx_int8": {"op_types": ["Conv"]}}``, so decoding and NMS stay float).
         deployed_wrapper: makes a deployed artifact (positional tensors in, a tuple out) callable as the task's
@@ -172,6 +177,7 @@ class DeploySpec:
     output_axes: dict[str, dict[int, str]] = field(default_factory=dict)
     compare: OutputComparator | Sequence[OutputComparator] | None = None
     quantized_compare: OutputComparator | Sequence[OutputComparator] | None = None
+    spread_nudge: float | None = None
     export_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     deployed_wrapper: Callable[[nn.Module], nn.Module] | None = None
     preprocessing: dict[str, Any] = field(default_factory=dict)

@@ -48,6 +48,38 @@ def compare_outputs(reference: nn.Module, deployed: nn.Module, batches: Iterable
 
 
 @torch.no_grad()
+@torch.no_grad()
+def own_spread(reference: nn.Module, batches: Iterable[tuple[torch.Tensor, ...]], names: Sequence[str],
+               compare: OutputComparator | Sequence[OutputComparator] | None, nudge: float, *, seed: int = 0
+               ) -> dict[str, Difference]:
+    """How far eager's own outputs move when its float inputs move by ``nudge`` times standard normal noise: each
+    output's worst :class:`~.compare.Difference` over ``batches``, judged as the artifact is."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def nudged(*inputs: torch.Tensor) -> Any:
+        return reference(*(x + nudge * torch.randn(x.shape, generator=generator).to(x) if x.is_floating_point()
+                           else x for x in inputs))
+
+    return compare_outputs(reference, nudged, batches, names, compare)
+
+
+def hold_to_own_spread(errors: dict[str, Difference], spread: dict[str, Difference], format_tolerance: float,
+                       nudge: float) -> list[str]:
+    """Raise each output's tolerance to eager's own spread (:func:`own_spread`) where that is larger, saying so in
+    its note; returns the outputs raised."""
+    raised = []
+    for name, error in errors.items():
+        own = spread.get(name)
+        bound = format_tolerance if error.tolerance is None else error.tolerance
+        if own is None or not own.error > bound:  # NaN spreads raise nothing
+            continue
+        error.tolerance = own.error
+        error.note = "; ".join(filter(None, [error.note, f"held to eager's own spread {own.error:.3g} under a "
+                                                          f"{nudge:g} input nudge (tolerance {bound:g})"]))
+        raised.append(name)
+    return raised
+
+
 def median_latency_ms(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], *, warmup: int = 3,
                       runs: int = 30, budget_s: float = 3.0) -> float:
     """Median wall time of ``fn(*inputs)`` in milliseconds (stops early once ``budget_s`` is spent)."""

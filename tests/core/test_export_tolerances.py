@@ -147,3 +147,39 @@ def test_matched_boxes_judge_slivers_at_a_minimum_side() -> None:
     assert MatchedBoxes("boxes", min_side=1.0)(ref, moved)["boxes"].error > 0.4  # a sliver that moves still fails
     with pytest.raises(ConfigError, match="min_side"):
         MatchedBoxes("boxes", min_side=-1.0)
+
+
+class _AnyChange:
+    """Reports 1e-3 for an output that changes at all, as a selection among near-ties does, and 0 otherwise."""
+
+    def __call__(self, reference: dict[str, torch.Tensor], actual: dict[str, torch.Tensor]) -> dict[str, Difference]:
+        return {name: Difference(0.0 if torch.equal(reference[name], actual[name]) else 1e-3, 1e-3)
+                for name in reference}
+
+
+def test_a_float_export_can_be_held_to_eagers_own_spread(toy, tmp_path) -> None:
+    strict = export(_source(toy, tmp_path / "a", full_scale=100.0, compare=_AnyChange()), "onnx",
+                    output_dir=tmp_path / "a").row("onnx")
+    held = export(_source(toy, tmp_path / "b", full_scale=100.0, compare=_AnyChange(), spread_nudge=1e-6), "onnx",
+                  output_dir=tmp_path / "b").row("onnx")
+    # onnxruntime's logits differ from eager's in the last bits: 1e-3 against the format's 1e-4
+    assert strict.status == "fail" and "differs by 0.001" in strict.message
+    # eager itself moves under a 1e-6 input nudge: the output is held to that spread instead, and says so
+    assert held.status == "pass" and held.outputs["logits"]["tolerance"] == pytest.approx(1e-3), held.message
+
+
+def test_own_spread_raises_only_the_outputs_eager_moves_on() -> None:
+    from oarkit.core.export.verify import hold_to_own_spread, own_spread
+
+    class NearTie(nn.Module):  # which of two near-equal values is larger, and a smooth output
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return (x[:, 0] > x[:, 1]).float(), 2 * x
+
+    x = torch.tensor([[2.0, 0.0]] + [[0.5, 0.5]] * 8)  # eight ties: a nudge flips some of them
+    spread = own_spread(NearTie(), [(x,)], ["pick", "double"], None, 1e-6)
+    assert spread["pick"].error == 1.0 and spread["double"].error < 1e-5
+    errors = {"pick": Difference(0.5, 0.5), "double": Difference(1e-6, 1e-6),
+              "nan": Difference(float("nan"), float("nan"))}
+    raised = hold_to_own_spread(errors, {**spread, "nan": Difference(float("nan"), 0.0)}, 1e-4, 1e-6)
+    assert raised == ["pick"] and errors["pick"].within(1e-4) and "own spread 1" in errors["pick"].note
+    assert errors["double"].tolerance is None and not errors["nan"].within(1e-4)
