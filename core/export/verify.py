@@ -48,7 +48,6 @@ def compare_outputs(reference: nn.Module, deployed: nn.Module, batches: Iterable
 
 
 @torch.no_grad()
-@torch.no_grad()
 def own_spread(reference: nn.Module, batches: Iterable[tuple[torch.Tensor, ...]], names: Sequence[str],
                compare: OutputComparator | Sequence[OutputComparator] | None, nudge: float, *, seed: int = 0
                ) -> dict[str, Difference]:
@@ -80,6 +79,7 @@ def hold_to_own_spread(errors: dict[str, Difference], spread: dict[str, Differen
     return raised
 
 
+@torch.no_grad()
 def median_latency_ms(fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...], *, warmup: int = 3,
                       runs: int = 30, budget_s: float = 3.0) -> float:
     """Median wall time of ``fn(*inputs)`` in milliseconds (stops early once ``budget_s`` is spent)."""

@@ -18,6 +18,7 @@ from oarkit.core.export.formats import ExportFormat, register_format
 
 logger = logging.getLogger(__name__)
 
+
 def embed_metadata(path: str, metadata: dict[str, str]) -> None:
     """Write ``metadata`` into the ONNX file's ``metadata_props`` (readable by any ONNX tool), and drop the
     exporter's per-node debug records (Python stack traces with the exporting machine's paths, module scopes):
