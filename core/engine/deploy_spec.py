@@ -185,6 +185,9 @@ class DeploySpec:
     labels: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        if self.spread_nudge is not None and not self.spread_nudge > 0:
+            raise ConfigError(f"DeploySpec spread_nudge={self.spread_nudge} must be a positive input change (1e-6 for "
+                              "a detector) or None for off")
         self.dynamic_axes = {name: dict(axes) for name, axes in self.dynamic_axes.items()}
         unknown = [s.name for s in self.inputs if s.name not in self.input_names]
         if unknown:

@@ -280,7 +280,7 @@ class Exporter:
         compare = self.spec.quantized_compare if int8 and self.spec.quantized_compare is not None \
             else self.spec.compare
         errors = compare_outputs(self.reference, deployed, batches, self.spec.output_names, compare)
-        if self.spec.spread_nudge and not int8:
+        if self.spec.spread_nudge is not None and not int8:
             spread = own_spread(self.reference, batches, self.spec.output_names, compare, self.spec.spread_nudge)
             hold_to_own_spread(errors, spread, row.tolerance, self.spec.spread_nudge)
         row.outputs = {name: {"max_abs": e.max_abs, "max_rel": e.error,

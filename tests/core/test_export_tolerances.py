@@ -183,3 +183,9 @@ def test_own_spread_raises_only_the_outputs_eager_moves_on() -> None:
     raised = hold_to_own_spread(errors, {**spread, "nan": Difference(float("nan"), 0.0)}, 1e-4, 1e-6)
     assert raised == ["pick"] and errors["pick"].within(1e-4) and "own spread 1" in errors["pick"].note
     assert errors["double"].tolerance is None and not errors["nan"].within(1e-4)
+
+
+def test_a_spread_nudge_must_be_positive() -> None:
+    with pytest.raises(ConfigError, match="spread_nudge=0.0 must be a positive"):
+        DeploySpec(module=nn.Identity(), example_inputs=(torch.zeros(1, 2),), input_names=["x"],
+                   output_names=["y"], spread_nudge=0.0)
