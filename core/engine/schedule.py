@@ -30,6 +30,12 @@ class _Factor:
     gamma: float
     power: float = 0.9
 
+    def stretch(self, total: int) -> None:
+        """A new run length; step milestones keep their fraction of the run."""
+        scale = max(1, total) / max(1, self.total)
+        self.milestones = tuple(round(m * scale) for m in self.milestones)
+        self.total = max(1, int(total))
+
     def __call__(self, t: int) -> float:
         if t < self.warmup:
             return self.warmup_start_factor + (1 - self.warmup_start_factor) * t / self.warmup
@@ -55,6 +61,13 @@ class _ScheduleLR(LambdaLR):
         state = super().state_dict()
         state["lr_lambdas"] = [None] * len(self.lr_lambdas)
         return state
+
+    def set_total_steps(self, total_steps: int) -> None:
+        """Stretch (or shrink) the schedule to ``total_steps`` optimizer steps from now on (``trainer.time_limit``):
+        decay ends at the new length, step milestones move with it, the warm-up stays as it is."""
+        for factor in self.lr_lambdas:
+            if isinstance(factor, _Factor):
+                factor.stretch(int(total_steps))
 
 
 def WarmupLR(optimizer: Optimizer, *, steps_per_epoch: int, max_epochs: float | None = None,

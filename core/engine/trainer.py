@@ -43,6 +43,7 @@ from oarkit.core.engine.evaluation import build_loader, move_to, run_evaluation
 from oarkit.core.engine.precision import Precision
 from oarkit.core.engine.seeding import rng_state, seed_everything, set_rng_state
 from oarkit.core.engine.task import DataModule, Task
+from oarkit.core.engine.time_budget import TimeBudget
 from oarkit.core.errors import ConfigError, TrainingError
 
 logger = logging.getLogger(__name__)
@@ -98,6 +99,11 @@ class Trainer:
         keep_last: also keep the last N checkpoints' model directories under ``checkpoints/`` (0: none).
         early_stopping_patience: stop after this many evaluations without improvement (None: never).
         early_stopping_min_delta: the smallest change that counts as an improvement.
+        time_limit: train for this many minutes of wall-clock time (resumes included) instead of a fixed length,
+            as Ultralytics' ``time=``: the run length is re-estimated from the measured pace (evaluations
+            included), the LR schedule is stretched to it, and the run stops cleanly with an evaluation,
+            ``best/`` and ``last/`` when the time is up. ``max_epochs`` / ``max_iters`` then only say whether the
+            run counts epochs or iterations (and its length until the first estimate).
         seed: seed of every RNG, the shuffling order and the augmentations.
         deterministic: choose deterministic kernels (bit-exact resume on the CPU).
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
@@ -121,7 +127,8 @@ class Trainer:
                  clip_grad_norm: float | None = None, ema_decay: float | None = None, eval_every: int = 1,
                  eval_every_iters: int | None = None, checkpoint_every_iters: int | None = None,
                  keep_last: int = 0, early_stopping_patience: int | None = None,
-                 early_stopping_min_delta: float = 0.0, seed: int = 0, deterministic: bool = False,
+                 early_stopping_min_delta: float = 0.0, time_limit: float | None = None, seed: int = 0,
+                 deterministic: bool = False,
                  device: str = "auto", compile: bool = False, decay_norm_and_bias: bool = False,
                  log_every: int = 10, progress: bool = True, tensorboard: bool = True,
                  strategy: Literal["ddp", "fsdp"] = "ddp", sync_batchnorm: bool = False,
@@ -152,6 +159,11 @@ class Trainer:
             raise ConfigError(f"trainer.clip_grad_norm must be positive or null, got {clip_grad_norm}")
         if ema_decay is not None and not 0 < ema_decay < 1:
             raise ConfigError(f"trainer.ema_decay must lie in (0, 1) or be null, got {ema_decay}")
+        if time_limit is not None and (isinstance(time_limit, bool) or not float(time_limit) > 0):
+            raise ConfigError(f"trainer.time_limit is in minutes and must be positive or null, got {time_limit}")
+        #: the wall-clock budget of ``time_limit``, or ``None``
+        self.time_budget = TimeBudget(float(time_limit)) if time_limit is not None else None
+        self._time_up = False
         self.task, self.data = task, data
         self.output_dir = Path(output_dir)
         #: the run length in iterations (optimizer steps), or ``None`` for a run counted in epochs
@@ -246,7 +258,7 @@ class Trainer:
         val = self.data.val_dataset()
         self.val_loader = self._loader(val, train=False) if val is not None else None
         self.batches_per_epoch = len(self.train_loader)
-        steps_per_epoch = math.ceil(self.batches_per_epoch / self.accumulate)
+        steps_per_epoch = self.steps_per_epoch = math.ceil(self.batches_per_epoch / self.accumulate)
         if self.max_iters is not None:  # the epochs a run counted in iterations spans (progress bars, logs)
             self.max_epochs = math.ceil(self.max_iters / steps_per_epoch)
         total_steps = self.max_iters if self.max_iters is not None else steps_per_epoch * self.max_epochs
@@ -305,12 +317,16 @@ class Trainer:
         if self.is_main:
             self.output_dir.mkdir(parents=True, exist_ok=True)
         self._emit("on_fit_start")
+        if self.time_budget is not None:
+            self.time_budget.start(self.global_step)
+            logger.info("trainer.time_limit: %.1f of %.1f minutes left; the run length follows the measured pace",
+                        self.time_budget.left / 60, self.time_budget.seconds / 60)
         try:
             epoch = self.start_epoch
             while not self._finished(epoch):
                 self.epoch = epoch
                 self._run_epoch(epoch)
-                if self.should_stop:
+                if self.should_stop or self._time_up:
                     break
                 epoch += 1
         except BaseException as err:
@@ -325,6 +341,8 @@ class Trainer:
 
     def _finished(self, epoch: int) -> bool:
         """Whether the run is complete before ``epoch`` (``max_iters`` steps done, or ``max_epochs`` epochs)."""
+        if self.time_budget is not None and self.time_budget.left <= 0:
+            return True
         if self.max_iters is not None:
             return self.global_step >= self.max_iters
         return epoch >= self.max_epochs
@@ -335,12 +353,12 @@ class Trainer:
         self._emit("on_train_epoch_start", epoch)
         self.train_one_epoch(epoch)
         if self.max_iters is None:
-            due = (epoch + 1) % self.eval_every == 0 or epoch + 1 == self.max_epochs
+            due = (epoch + 1) % self.eval_every == 0 or epoch + 1 == self.max_epochs or self._time_up
             self._end_row(epoch, evaluate=self.val_loader is not None and due)
 
     def _row_due(self) -> tuple[bool, bool]:
         """After an optimizer step of a run counted in iterations: ``(close a row, evaluate in it)``."""
-        step, last = self.global_step, self.global_step >= self.max_iters
+        step, last = self.global_step, self.global_step >= self.max_iters or self._time_up
         at_eval = self.eval_every_iters is not None and step % self.eval_every_iters == 0
         at_checkpoint = self.checkpoint_every_iters is not None and step % self.checkpoint_every_iters == 0
         return last or at_eval or at_checkpoint, self.val_loader is not None and (last or at_eval)
@@ -357,14 +375,20 @@ class Trainer:
                                **{f"train_{k}": v for k, v in means.items()}, "lr": self.current_lr}
         metrics = None
         if evaluate:
+            clock = self.time_budget.clock if self.time_budget is not None else time.perf_counter
+            eval_started = clock()
             metrics = self.evaluate()
             row.update({f"val_{k}": v for k, v in metrics.items()})
+            if self.time_budget is not None:
+                self.time_budget.record_evaluation(clock() - eval_started)
         row["epoch_time_s" if self.max_iters is None else "interval_time_s"] = time.perf_counter() - self._row_started
         self.history.append(row)
         self._save_checkpoints(epoch, metrics)
         self._row_totals, self._row_batches = defaultdict(float), 0
         self._row_started = time.perf_counter()
         self._emit("on_train_epoch_end", row)
+        if self.time_budget is not None and not self._time_up:
+            self._fit_to_time_budget()
 
     def train_one_epoch(self, epoch: int) -> dict[str, float]:
         """One pass over the training set: the rest of it after a mid-epoch resume, and in a run counted in
@@ -401,6 +425,8 @@ class Trainer:
                 self.precision.scaler.scale(losses["loss"] / self.accumulate).backward()
             if step_now:
                 self._optimizer_step(epoch, i)
+                if self.time_budget is not None:
+                    self._check_time_budget()
             for k, v in values.items():
                 self._row_totals[k] += v
             self._row_batches += 1
@@ -410,8 +436,10 @@ class Trainer:
                 save, evaluate = self._row_due()
                 if save:
                     self._end_row(epoch, evaluate=evaluate)
-                if self.global_step >= self.max_iters or self.should_stop:
+                if self.global_step >= self.max_iters or self.should_stop or self._time_up:
                     break
+            elif step_now and self._time_up:
+                break
         return {k: v / max(1, self._row_batches) for k, v in self._row_totals.items()}
 
     def _mean_over_ranks(self, losses: dict[str, torch.Tensor]) -> dict[str, float]:
@@ -420,6 +448,41 @@ class Trainer:
         if self.dist.enabled:
             stacked = distributed.all_reduce_sum(stacked, self.device) / self.dist.world_size
         return dict(zip(losses, stacked.tolist()))
+
+    # ----------------------------------------------------------------- the time budget
+    def _check_time_budget(self) -> None:
+        """After an optimizer step: stop when the time is up; re-estimate the run length now and then."""
+        budget = self.time_budget
+        expired, refit = float(budget.expired()), float(budget.refit_due())
+        if self.dist.enabled:  # every rank stops at the same step and fits the same length
+            flags = distributed.all_reduce_sum(torch.tensor([expired, refit]), self.device)
+            expired, refit = float(flags[0] > 0), float(flags[1] > 0)
+        if expired:
+            if not self._time_up:
+                logger.info("trainer.time_limit: %.1f minutes used at step %d; stopping with an evaluation",
+                            budget.used / 60, self.global_step)
+            self._time_up = True
+        elif refit:
+            self._fit_to_time_budget()
+
+    def _fit_to_time_budget(self) -> None:
+        """Set the run length (epochs or iterations) and the LR schedule to what the measured pace fits."""
+        budget = self.time_budget
+        fitted = budget.fitted_steps(self.global_step)
+        if self.dist.enabled:
+            value = torch.tensor([float(fitted or 0)])
+            fitted = int(distributed.all_reduce_sum(value, self.device).item() / self.dist.world_size) or None
+        if fitted is None:
+            return
+        if self.max_iters is not None:
+            self.max_iters = fitted
+            self.max_epochs = math.ceil(fitted / self.steps_per_epoch)
+            total = fitted
+        else:  # the last epoch may be partial: the time stop ends it, with an evaluation
+            self.max_epochs = max(self.epoch + 1, math.ceil(fitted / self.steps_per_epoch))
+            total = fitted
+        budget.stretch(self.scheduler, total)
+        logger.debug("trainer.time_limit: run length fitted to %d steps (%d epochs)", total, self.max_epochs)
 
     def _optimizer_step(self, epoch: int, batch_idx: int) -> None:
         scaler = self.precision.scaler
@@ -497,6 +560,11 @@ class Trainer:
         return OmegaConf.to_yaml({"output_dir": str(self.output_dir), "trainer": {
             **length, "precision": self.precision.name, "seed": self.seed}})
 
+    def _schedule_total(self) -> int | None:
+        """The LR schedule's current length in steps, when it is a stretchable WarmupLR."""
+        factors = getattr(self.scheduler, "lr_lambdas", None) or []
+        return next((int(f.total) for f in factors if hasattr(f, "total")), None)
+
     def _train_state(self) -> dict[str, Any]:
         # Where to go on: the next epoch, or within this one after the batches done (its order is (seed, epoch)'s).
         mid_epoch = 0 < self._batches_done < self.batches_per_epoch
@@ -515,6 +583,9 @@ class Trainer:
             "rng": distributed.all_gather_objects(rng_state()),  # one per rank
             "callbacks": {f"{i}:{type(cb).__name__}": cb.state_dict() for i, cb in enumerate(self.callbacks)},
         }
+        if self.time_budget is not None:
+            state["time_budget"] = {**self.time_budget.state_dict(), "max_iters": self.max_iters,
+                                    "max_epochs": self.max_epochs, "total_steps": self._schedule_total()}
         if self.ema is not None:
             state["ema_updates"] = self.ema.updates
             state["model"] = distributed.full_model_state(self.model)  # raw weights; model.safetensors has the EMA
@@ -579,6 +650,15 @@ class Trainer:
         self.best_rank = state.get("best_rank") or (
             None if self.best_metric is None else self.metric_template.rank({self.main_indicator: self.best_metric}))
         self.history = list(state["history"])
+        if self.time_budget is not None and state.get("time_budget"):
+            fitted = state["time_budget"]
+            self.time_budget.load_state_dict(fitted)
+            if self.max_iters is not None and fitted.get("max_iters"):
+                self.max_iters = int(fitted["max_iters"])
+            if self.max_iters is None and fitted.get("max_epochs"):
+                self.max_epochs = int(fitted["max_epochs"])
+            if fitted.get("total_steps"):
+                self.time_budget.stretch(self.scheduler, int(fitted["total_steps"]))
         rngs = state["rng"]
         if len(rngs) == self.dist.world_size:
             set_rng_state(rngs[self.dist.rank])
