@@ -25,6 +25,11 @@ class WeightsError(OarkitError, RuntimeError):
     """Pretrained weights that cannot be found, fetched, verified or loaded."""
 
 
+class WeightsUnavailableError(WeightsError):
+    """Registered weights that are not here and cannot be fetched (offline, download failed, the package that
+    ships them is not installed): ``pretrained="auto"`` trains from scratch instead."""
+
+
 class DataError(OarkitError, ValueError):
     """A dataset that cannot be read: missing folder, malformed list, corrupt image."""
 

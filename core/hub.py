@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from oarkit.core.errors import WeightsError
+from oarkit.core.errors import WeightsError, WeightsUnavailableError
 
 if TYPE_CHECKING:
     from oarkit.core.registry import ModelCard, PretrainedWeights
@@ -100,7 +100,8 @@ def download(weights: PretrainedWeights, target: Path, model_name: str) -> None:
             "or pass pretrained='path/to/file' to load a local copy.")
     offline = is_offline()
     if offline and weights.url and not weights.url.startswith("file:"):
-        raise WeightsError(f"{model_name}: weights are not cached at {target} and HF_HUB_OFFLINE=1 (offline). {hint}")
+        raise WeightsUnavailableError(f"{model_name}: weights are not cached at {target} and HF_HUB_OFFLINE=1 "
+                                      f"(offline). {hint}")
     try:
         if weights.url:
             fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".part")
@@ -118,10 +119,10 @@ def download(weights: PretrainedWeights, target: Path, model_name: str) -> None:
             shutil.copyfile(hf_hub_download(weights.hub_id, weights.file_name, local_files_only=offline), target)
     except Exception as err:  # network, HTTP and hub errors all end up here
         if offline and not weights.url:
-            raise WeightsError(f"{model_name}: weights are not cached at {target} nor in the Hugging Face cache, "
-                               f"and HF_HUB_OFFLINE=1. {hint}") from err
-        raise WeightsError(f"{model_name}: could not download its weights ({type(err).__name__}: {err}). "
-                           f"{hint}") from err
+            raise WeightsUnavailableError(f"{model_name}: weights are not cached at {target} nor in the Hugging Face "
+                                          f"cache, and HF_HUB_OFFLINE=1. {hint}") from err
+        raise WeightsUnavailableError(f"{model_name}: could not download its weights ({type(err).__name__}: "
+                                      f"{err}). {hint}") from err
 
 
 def resolve_weights_digest(card: ModelCard) -> tuple[Path, str]:

