@@ -68,6 +68,24 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- tune
+def cmd_tune(args: argparse.Namespace) -> int:
+    from oarkit.core.tune import import_optuna, tune
+
+    import_optuna().logging.set_verbosity(logging.WARNING)  # one line per trial comes from oarkit.core.tune
+    result = tune(args.config, args.overrides, space=args.space, trials=args.trials, storage=args.storage,
+                  study_name=args.study_name, pruner=args.pruner, sampler=args.sampler, out=args.out,
+                  seed=args.seed, timeout=args.timeout)
+    values: dict[str, Any] = {"study": result.study_name, "storage": result.storage,
+                              "trials": ", ".join(f"{n} {s.lower()}" for s, n in result.states.items())}
+    if result.best_number is not None:
+        values.update({"best trial": result.best_number, f"best {result.main_indicator}": result.best_value,
+                       **{f"  {k}": v for k, v in result.best_params.items()}})
+    values.update({name: str(path) for name, path in result.files.items()})
+    _print_block("tuning finished", values)
+    return 0
+
+
 # ----------------------------------------------------------------------------- eval
 def cmd_eval(args: argparse.Namespace) -> int:
     from oarkit.core.engine.evaluation import evaluate_run
@@ -273,6 +291,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="continue from <output_dir>/last, or from the given last/ directory")
     p.add_argument("--show-config", action="store_true", help="print the composed config and exit")
     p.set_defaults(func=cmd_train)
+
+    p = verbs.add_parser("tune", help="search hyperparameters of a recipe with Optuna (each trial a training run)")
+    p.add_argument("-c", "--config", required=True, help="a YAML recipe path or a packaged name")
+    p.add_argument("overrides", nargs="*", help="key=value overrides applied to every trial")
+    p.add_argument("--trials", type=int, required=True, help="finished trials the study should hold (a re-run "
+                                                             "resumes and counts the earlier ones)")
+    p.add_argument("--space", action="append", required=True, metavar="KEY=LOW:HIGH[:log] | KEY=A,B,C",
+                   help="a searched key: an int or float range (':log' log-uniform) or a choice (repeatable)")
+    p.add_argument("--storage", help="an Optuna database URL (default: sqlite:///<out>/study.db; PostgreSQL for "
+                                     "several machines)")
+    p.add_argument("--study-name", help="the study's name in its storage (default: the recipe's file name)")
+    p.add_argument("--pruner", choices=["median", "hyperband", "none"], default="median")
+    p.add_argument("--sampler", choices=["tpe", "random"], default="tpe")
+    p.add_argument("--out", help="trial runs and reports (default: <the recipe's output_dir>_tune)")
+    p.add_argument("--seed", type=int, help="the sampler's seed")
+    p.add_argument("--timeout", type=float, metavar="MIN", help="start no trial after this many minutes")
+    p.set_defaults(func=cmd_tune)
 
     p = verbs.add_parser("eval", help="evaluate a run directory on a dataset split")
     p.add_argument("source", help="a run directory, or its best/ or last/")
