@@ -14,9 +14,12 @@ from oarkit.core.kits import Command
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("images", nargs="+", help="image files or folders of images")
-    parser.add_argument("--det", default="ocr/ppocrv4_det_mobile",
-                        help="detector: registry name, run directory, export folder, or an exported pipeline folder")
-    parser.add_argument("--rec", default="ocr/ppocrv4_rec_mobile", help="recognizer: registry name, run or export")
+    parser.add_argument("--ocr-version", default=None,
+                        help="the det + rec of a PaddleOCR version: PP-OCRv4, PP-OCRv5, PP-OCRv6-tiny, PP-OCRv6-small "
+                             "(default: OCR()'s)")
+    parser.add_argument("--det", default=None, help="detector: registry name, run directory, export folder, or an "
+                                                    "exported pipeline folder (default: the version's)")
+    parser.add_argument("--rec", default=None, help="recognizer: registry name, run or export (default: the version's)")
     parser.add_argument("--cls", default=None, help="orientation classifier (default: none)")
     parser.add_argument("--use-cls", action="store_true", help="use the default orientation classifier")
     parser.add_argument("--drop-score", type=float, default=0.5, help="leave out lines scored under this")
@@ -43,7 +46,8 @@ def _expand(items: list[str]) -> list[str]:
 def _run(args: argparse.Namespace) -> int:
     from .pipeline.ocr import OCR
 
-    ocr = OCR(args.det, args.rec, args.cls, use_cls=args.use_cls, device=args.device, drop_score=args.drop_score)
+    ocr = OCR(args.det, args.rec, args.cls, version=args.ocr_version, use_cls=args.use_cls, device=args.device,
+              drop_score=args.drop_score)
     images = _expand(args.images)
     for path in images:
         result = ocr(path)

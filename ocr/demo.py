@@ -80,8 +80,8 @@ def _write_val(root: Path, texts: list[str], style: LineStyle, seed: int) -> Non
 
 
 def read_pages(folder: str | Path, save_dir: str | Path | None = None, **ocr_options: object) -> dict[str, float]:
-    """Run ``OCR()`` on each ``page_*.png`` of ``folder``: print its text and CER against ``page_*.txt``, save the
-    picture; returns the CER per page."""
+    """Run ``OCR(**ocr_options)`` on each ``page_*.png`` of ``folder``: print its text and CER against
+    ``page_*.txt``, save the picture; returns the CER per page."""
     from .pipeline.ocr import OCR
 
     ocr = OCR(**ocr_options)  # type: ignore[arg-type]
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.step == "prepare":
         print(f"demo data at {prepare(args.out, train=args.train, val=args.val)}")
     elif args.step == "page":
-        read_pages(args.folder, args.save_dir, rec=args.rec)
+        read_pages(args.folder, args.save_dir, version="PP-OCRv4", rec=args.rec)  # the recognizer it fine-tunes
     elif args.step == "accuracy":
         numbers = accuracy(args.data, args.run)
         if args.json:

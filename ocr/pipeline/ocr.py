@@ -3,7 +3,10 @@ an exported pipeline folder, on paths, arrays, PIL images or lists of them."""
 
 from __future__ import annotations
 
+import difflib
 import logging
+import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,7 @@ from oarkit.core.data import ImageInput, load_image_input
 from oarkit.core.deploy import is_export_dir
 from oarkit.core.deploy.model import DeployedModel
 from oarkit.core.deploy.pipeline import DeployedPipeline, Stage, is_pipeline_dir
-from oarkit.core.errors import OarkitError
+from oarkit.core.errors import ConfigError, OarkitError
 
 from ..charset import CharDictionary
 from ..postprocess.db import DBPostProcess
@@ -24,13 +27,50 @@ from .results import OCRResult
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_DET = "ocr/ppocrv4_det_mobile"
-DEFAULT_REC = "ocr/ppocrv4_rec_mobile"
+#: PaddleOCR's pipeline versions (its ``ocr_version``): the det + rec pair of each (the dictionary is the rec's)
+VERSIONS: dict[str, tuple[str, str]] = {
+    "PP-OCRv4": ("ocr/ppocrv4_det_mobile", "ocr/ppocrv4_rec_mobile"),
+    "PP-OCRv5": ("ocr/ppocrv5_det_mobile", "ocr/ppocrv5_rec_mobile"),
+    "PP-OCRv6-tiny": ("ocr/ppocrv6_det_tiny", "ocr/ppocrv6_rec_tiny"),
+    "PP-OCRv6-small": ("ocr/ppocrv6_det_small", "ocr/ppocrv6_rec_small"),
+}
+#: the version ``OCR()`` builds: the lowest page CER (English and Chinese rendered pages together) at no more than
+#: 1.2x PP-OCRv4's latency per page (``bench/ocr_versions.py``, ``bench/results/ocr_versions.md``)
+DEFAULT_VERSION = "PP-OCRv6-small"
+DEFAULT_DET, DEFAULT_REC = VERSIONS[DEFAULT_VERSION]
 DEFAULT_CLS = "ocr/cls_mv3_mobile"
+#: other spellings of the versions (PaddleOCR's model names say ``mobile``), as :func:`_version_key` writes them
+_VERSION_ALIASES = {"ppocrv4mobile": "PP-OCRv4", "ppocrv5mobile": "PP-OCRv5"}
 #: PaddleOCR's inference defaults for DB (``det_db_*`` flags): :class:`DBPostProcess`'s own
 DEFAULT_DB = DBPostProcess().to_dict()
 
 StageSource = str | Path | nn.Module | None
+
+
+def _version_key(name: str) -> str:
+    return re.sub(r"[-_\s]", "", str(name).lower())
+
+
+def resolve_version(version: str) -> str:
+    """The canonical name of an OCR version (:data:`VERSIONS`), whatever its case, dashes and underscores.
+
+    Raises:
+        ConfigError: an unknown version; the message lists the valid ones, the closest first.
+    """
+    key = _version_key(version)
+    canonical = {_version_key(name): name for name in VERSIONS}
+    if key in canonical or key in _VERSION_ALIASES:
+        return canonical.get(key) or _VERSION_ALIASES[key]
+    # the longest shared prefix first ("ppocrv6" is a v6 size before it is v5), then difflib's similarity
+    ordered = sorted(canonical, key=lambda k: (-len(os.path.commonprefix([k, key])),
+                                               -difflib.SequenceMatcher(None, k, key).ratio()))
+    ordered = [canonical[k] for k in ordered]
+    raise ConfigError(f"unknown OCR version {version!r}; versions: {', '.join(ordered)} (case does not matter)")
+
+
+def version_of(name: str | Path) -> str | None:
+    """The version whose det or rec is the registry name ``name`` (``None``: no version's)."""
+    return next((version for version, pair in VERSIONS.items() if str(name) in pair), None)
 
 
 def _inference_form(model: nn.Module, device: str) -> nn.Module:
@@ -90,17 +130,21 @@ class OCR:
 
     Example::
 
-        ocr = OCR()                                   # PP-OCRv4 mobile det + rec, Paddle's weights
+        ocr = OCR()                                   # PP-OCRv6 small det + rec (DEFAULT_VERSION), published weights
         result = ocr("page.jpg")
         print(result.text); result.save("page_ocr.png")
+        OCR(version="PP-OCRv4")                       # PaddleOCR's PP-OCRv4 mobile det + rec
         OCR("runs/ocr_export")                        # an exported pipeline folder (onnxruntime)
         OCR(rec="runs/my_rec")                        # a fine-tuned recognizer beside the default detector
 
     Args:
         det: the detector: a registry name, run or model directory, export folder, a module, or a pipeline folder
-            (then ``rec`` and ``cls`` come from it).
-        rec: the recognizer, in the same forms.
+            (then ``rec`` and ``cls`` come from it); ``None``: the version's.
+        rec: the recognizer, in the same forms; ``None``: the version's (its dictionary comes with it).
         cls: the orientation classifier, in the same forms; ``None``: lines are read as they stand.
+        version: the det + rec pair of a PaddleOCR version (:data:`VERSIONS`: ``PP-OCRv4``, ``PP-OCRv5``,
+            ``PP-OCRv6-tiny``, ``PP-OCRv6-small``; any case) for the stages not given; ``None``:
+            :data:`DEFAULT_VERSION`.
         use_cls: take the default classifier (``ocr/cls_mv3_mobile``) when ``cls`` is not given.
         pretrained: registry names load their registered weights (``True``), or random ones (``False``).
         device: where eager modules run.
@@ -115,8 +159,8 @@ class OCR:
         runtime_options: engine settings for exported stages (``threads=2``).
     """
 
-    def __init__(self, det: StageSource = DEFAULT_DET, rec: StageSource = DEFAULT_REC, cls: StageSource = None, *,
-                 use_cls: bool = False, pretrained: bool | str = True, device: str = "cpu",
+    def __init__(self, det: StageSource = None, rec: StageSource = None, cls: StageSource = None, *,
+                 version: str | None = None, use_cls: bool = False, pretrained: bool | str = True, device: str = "cpu",
                  det_preprocess: dict[str, Any] | None = None, det_postprocess: dict[str, Any] | None = None,
                  rec_preprocess: dict[str, Any] | None = None, dictionary: CharDictionary | str | None = None,
                  cls_preprocess: dict[str, Any] | None = None, drop_score: float = 0.5, rec_batch_size: int = 6,
@@ -125,12 +169,22 @@ class OCR:
         self.device = str(device)
         runtime_options = dict(runtime_options or {})
         glue_params: dict[str, Any] = {"drop_score": float(drop_score), "rec_batch_size": int(rec_batch_size)}
+        chosen = resolve_version(version) if version is not None else DEFAULT_VERSION
+        #: the version whose det and rec the pipeline runs (registry names); ``None``: other models
+        self.version: str | None = None
         if isinstance(det, (str, Path)) and is_pipeline_dir(det):
+            if version is not None:
+                raise ConfigError(f"{det} is an exported pipeline folder with models of its own; leave out "
+                                  f"version={version!r}")
             self.pipeline = DeployedPipeline.load(det, **runtime_options)
             self.pipeline.parameters.update({k: v for k, v in glue_params.items()
                                               if k in (self.pipeline.glue.parameters() or {})})
             self._override(det_preprocess, det_postprocess, rec_preprocess, dictionary, cls_preprocess)
             return
+        version_det, version_rec = VERSIONS[chosen]
+        det, rec = version_det if det is None else det, version_rec if rec is None else rec
+        if isinstance(det, (str, Path)) and isinstance(rec, (str, Path)):
+            self.version = next((v for v, pair in VERSIONS.items() if pair == (str(det), str(rec))), None)
         if cls is None and use_cls:
             cls = DEFAULT_CLS
         stages = {"det": self._stage("det", det, pretrained, runtime_options)}
@@ -184,9 +238,12 @@ class OCR:
     @classmethod
     def from_source(cls, source: str | Path, *, device: str = "cpu", **kwargs: Any) -> OCR:
         """The predictor the command line builds: a pipeline folder as it is, an ``ocr/det``, ``ocr/rec`` or
-        ``ocr/cls`` run, export or registry name in its place beside the default models."""
+        ``ocr/cls`` run, export or registry name in its place beside the default models (a version's det or rec
+        name beside the other model of its version, unless ``version=`` says otherwise)."""
         from oarkit.core.kits import source_task_id
 
+        if "version" not in kwargs and isinstance(source, str) and version_of(source):
+            kwargs["version"] = version_of(source)
         if is_pipeline_dir(source):
             return cls(source, device=device, **kwargs)
         task_id, _ = source_task_id(source)

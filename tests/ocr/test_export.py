@@ -98,7 +98,7 @@ def test_int8_pipeline_with_a_float_recognizer_reads_like_eager(tmp_path, det_ro
                                       data_roots={"det": str(det_root), "cls": str(rec_root)}, calibration_images=8)
     assert {k: v.model for k, v in read_pipeline(folder).stages.items()} == {
         "det": "det/onnx_int8", "cls": "cls/onnx_int8", "rec": "rec/onnx"}
-    exported, eager = OCR(folder), OCR(use_cls=True)
+    exported, eager = OCR(folder), OCR(version="PP-OCRv4", use_cls=True)  # export_pipeline's det + rec
     for language in ("en", "ch"):
         page = render_page(6, size=(480, 640), language=language, seed=2)
         # int8 boxes end a few pixels off, which can take a space between words with them ("how666")
@@ -126,7 +126,7 @@ def test_exported_pipeline_reads_like_eager(tmp_path, capsys):
                                       rec_example_width=160)
     assert read_pipeline(folder).glue == "ocr/det_cls_rec"
     assert all(r.rows[0].status == "pass" for r in reports.values())
-    exported, eager = OCR(folder), OCR(use_cls=True)
+    exported, eager = OCR(folder), OCR(version="PP-OCRv4", use_cls=True)  # export_pipeline's det + rec
     for language in ("en", "ch"):
         page = render_page(6, size=(480, 640), language=language, seed=2)
         assert exported(page.image).text == eager(page.image).text == page.text
