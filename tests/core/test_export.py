@@ -300,11 +300,16 @@ def test_qat_int8_onnx_computes_what_the_converted_module_computes(toy, images, 
     deployed = DeployedModel(tmp_path / "onnx_int8")(fresh)
     np.testing.assert_array_equal(deployed.numpy(), reference)
     # 3. ... and agrees with the converted module up to float summation order deciding rare rounding ties
-    #    (tolerance: 2 % of the logit range, the same class everywhere).
+    #    (tolerance: 2 % of the logit range; the same class wherever the converted module's top two are further
+    #    apart than the outputs can move: a near-tie may flip, CI saw 1 of 256 rows do so with another seed).
     with torch.no_grad():
         expected = converted(fresh)
-    assert float((deployed - expected).abs().max()) <= 0.02 * span
-    assert torch.equal(deployed.argmax(1), expected.argmax(1))
+    moved = float((deployed - expected).abs().max())
+    assert moved <= 0.02 * span
+    top2 = expected.topk(2, dim=1).values
+    clear = (top2[:, 0] - top2[:, 1]) > 2 * moved
+    assert int(clear.sum()) >= 0.95 * len(fresh)
+    assert torch.equal(deployed.argmax(1)[clear], expected.argmax(1)[clear])
 
 
 def test_a_failing_format_is_a_row_and_the_others_continue(toy, tmp_path, monkeypatch) -> None:
