@@ -72,8 +72,9 @@ class _ScheduleLR(LambdaLR):
 
 def WarmupLR(optimizer: Optimizer, *, steps_per_epoch: int, max_epochs: float | None = None,
              total_steps: int | None = None, decay: str = "cosine", warmup_epochs: float = 0.0,
-             warmup_iters: int = 0, warmup_start_factor: float = 0.01, min_lr_ratio: float = 0.0,
-             milestones: Sequence[float] = (), gamma: float = 0.1, power: float = 0.9) -> LambdaLR:
+             warmup_iters: int = 0, warmup_fraction: float = 0.0, warmup_start_factor: float = 0.01,
+             min_lr_ratio: float = 0.0, milestones: Sequence[float] = (), gamma: float = 0.1,
+             power: float = 0.9) -> LambdaLR:
     """Linear warm-up, then cosine, linear, polynomial, step or constant decay over the whole run.
 
     Configs name it with ``_partial_: true``; the Trainer supplies the optimizer and the run length
@@ -91,6 +92,8 @@ def WarmupLR(optimizer: Optimizer, *, steps_per_epoch: int, max_epochs: float | 
         warmup_epochs: epochs of linear warm-up from ``warmup_start_factor`` times the base LR (may be fractional).
         warmup_iters: optimizer steps of linear warm-up (PaddleSeg's ``warmup_iters``); set it or
             ``warmup_epochs``, not both.
+        warmup_fraction: warm-up as a fraction of the run's optimizer steps (own-data recipes, whose run length
+            follows the data); set one of the three warm-up settings at most.
         warmup_start_factor: the LR multiplier at step 0.
         min_lr_ratio: the final LR of cosine, linear and poly decay, as a fraction of the base LR.
         milestones: epochs at which ``step`` decay multiplies the LR by ``gamma``.
@@ -107,16 +110,20 @@ def WarmupLR(optimizer: Optimizer, *, steps_per_epoch: int, max_epochs: float | 
                           f"{warmup_epochs} and {warmup_start_factor}")
     if warmup_iters < 0 or int(warmup_iters) != warmup_iters:
         raise ConfigError(f"scheduler.warmup_iters must be a whole number >= 0, got {warmup_iters}")
-    if warmup_iters and warmup_epochs:
-        raise ConfigError(f"scheduler.warmup_iters={warmup_iters} and scheduler.warmup_epochs={warmup_epochs} are "
-                          "both set; give the warm-up in one unit (set the other to 0)")
+    if not 0 <= warmup_fraction < 1:
+        raise ConfigError(f"scheduler.warmup_fraction is a fraction of the run in [0, 1), got {warmup_fraction}")
+    given = [f"scheduler.{k}={v}" for k, v in (("warmup_iters", warmup_iters), ("warmup_epochs", warmup_epochs),
+                                               ("warmup_fraction", warmup_fraction)) if v]
+    if len(given) > 1:
+        raise ConfigError(f"{' and '.join(given)} are {'both' if len(given) == 2 else 'all'} set; give the warm-up "
+                          "in one unit (set the others to 0)")
     if total_steps is None:
         if max_epochs is None:
             raise ConfigError("WarmupLR needs the run length: total_steps (iterations) or max_epochs")
         total_steps = round(steps_per_epoch * max_epochs)
     if total_steps < 1:
         raise ConfigError(f"the schedule needs at least one optimizer step, got total_steps={total_steps}")
-    warmup = int(warmup_iters) or round(warmup_epochs * steps_per_epoch)
+    warmup = int(warmup_iters) or round(warmup_epochs * steps_per_epoch) or round(warmup_fraction * total_steps)
     if warmup > total_steps:
         logger.warning("the warm-up (%d steps) is longer than the run (%d steps): the LR never reaches its base "
                        "value", warmup, total_steps)

@@ -72,6 +72,13 @@ def _parameter_groups(model: nn.Module, decay_norm_and_bias: bool) -> list[dict[
     return [g for g in ({"params": decay}, {"params": no_decay, "weight_decay": 0.0}) if g["params"]]
 
 
+
+def fitted_epochs(target_steps: int, steps_per_epoch: int, cap: int | None = None) -> int:
+    """The epochs that give about ``target_steps`` optimizer steps at ``steps_per_epoch`` (at least one, at most
+    ``cap``)."""
+    epochs = max(1, round(target_steps / max(1, steps_per_epoch)))
+    return min(epochs, int(cap)) if cap is not None else epochs
+
 class Trainer:
     """Train, evaluate and predict with a :class:`~oarkit.core.engine.task.Task` on a data module.
 
@@ -83,6 +90,9 @@ class Trainer:
         max_iters: optimizer steps to train (PaddleSeg's ``iters``): the run stops mid-epoch when they are done,
             whatever the dataset size. A history row (losses, LR, evaluation when due) and ``last/`` are written
             at every evaluation or checkpoint interval and at the end.
+        target_steps: fit the number of epochs to the data: the epochs that give about this many optimizer steps
+            (own-data recipes: a small set gets more epochs, a large one fewer), at most ``max_epochs`` when that
+            is set too. Counts epochs; not with ``max_iters``.
         precision: ``fp32``, ``bf16``, ``fp16`` (autocast; a GradScaler for fp16 only) or ``auto`` (bf16 where the
             hardware computes it natively, fp32 elsewhere).
         optimizer: builds the optimizer from parameter groups (a ``_partial_`` config); AdamW(1e-3) if omitted.
@@ -121,7 +131,7 @@ class Trainer:
     """
 
     def __init__(self, task: Task, data: DataModule, *, output_dir: str | Path = "runs/exp",
-                 max_epochs: int | None = None, max_iters: int | None = None,
+                 max_epochs: int | None = None, max_iters: int | None = None, target_steps: int | None = None,
                  precision: Literal["fp32", "bf16", "fp16", "auto"] = "fp32", optimizer: OptimizerFactory | None = None,
                  scheduler: SchedulerFactory | None = None, accumulate_grad_batches: int = 1,
                  clip_grad_norm: float | None = None, ema_decay: float | None = None, eval_every: int = 1,
@@ -144,9 +154,15 @@ class Trainer:
                     raise ConfigError(f"trainer.{key}={value} counts iterations but this run counts epochs; set "
                                       f"trainer.max_iters (and trainer.max_epochs=null), or use trainer.eval_every "
                                       "(epochs)")
+        if target_steps is not None and max_iters is not None:
+            raise ConfigError(f"trainer.target_steps={target_steps} fits the epochs to the data but trainer.max_iters="
+                              f"{max_iters} fixes the run in iterations; set one of them to null")
+        #: the optimizer steps the epochs are fitted to (``target_steps``), or ``None``
+        self.target_steps = None if target_steps is None else int(target_steps)
+        self._epoch_cap = max_epochs if target_steps is not None else None
         if max_epochs is None and max_iters is None:
             max_epochs = 10
-        minimums = {"max_epochs": (max_epochs, 1), "max_iters": (max_iters, 1),
+        minimums = {"max_epochs": (max_epochs, 1), "max_iters": (max_iters, 1), "target_steps": (target_steps, 1),
                     "accumulate_grad_batches": (accumulate_grad_batches, 1), "eval_every": (eval_every, 1),
                     "eval_every_iters": (eval_every_iters, 1), "checkpoint_every_iters": (checkpoint_every_iters, 1),
                     "keep_last": (keep_last, 0), "log_every": (log_every, 1)}
@@ -261,6 +277,10 @@ class Trainer:
         steps_per_epoch = self.steps_per_epoch = math.ceil(self.batches_per_epoch / self.accumulate)
         if self.max_iters is not None:  # the epochs a run counted in iterations spans (progress bars, logs)
             self.max_epochs = math.ceil(self.max_iters / steps_per_epoch)
+        if self.target_steps is not None:
+            self.max_epochs = fitted_epochs(self.target_steps, steps_per_epoch, self._epoch_cap)
+            logger.info("trainer.target_steps=%d: %d optimizer steps per epoch, so %d epochs", self.target_steps,
+                        steps_per_epoch, self.max_epochs)
         total_steps = self.max_iters if self.max_iters is not None else steps_per_epoch * self.max_epochs
         self.ema = ModelEMA(self.model, self.ema_decay) if self.ema_decay else None
         wrapped = distributed.wrap_model(self.model, self.dist, strategy=self.strategy, precision=self.precision.name,
