@@ -23,7 +23,10 @@ and :func:`apply_mapping` turns a Paddle state dict into the target module's, in
 7. target tensors matching ``zeros`` that Paddle does not have are zero-filled.
 
 Then every tensor is checked: one error lists each target tensor left without a value, each Paddle tensor
-left over, and each shape that disagrees, with the Paddle name and shape beside the expected one.
+left over, and each shape that disagrees, with the Paddle name and shape beside the expected one. Two Paddle names
+that map onto one target are aliases when they hold equal tensors (same shape, dtype and values: Paddle's ``nn.LSTM``
+saves each weight as ``lstm.0.cell_fw.weight_ih`` and ``lstm.weight_ih_l0``), and one of them is used; two that
+differ are an inconsistent checkpoint and are listed in that error.
 """
 
 from __future__ import annotations
@@ -114,6 +117,20 @@ def _shape(a: np.ndarray | torch.Tensor) -> list[int]:
     return list(a.shape)
 
 
+def _same_tensor(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two Paddle tensors are one tensor under two names: same shape, dtype and values (NaN equal to NaN)."""
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+
+
+def _difference(a: np.ndarray, b: np.ndarray) -> str:
+    """How two tensors under one target differ, for the error message."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return f"{a.dtype} {_shape(a)} vs {b.dtype} {_shape(b)}"
+    if a.dtype.kind in "fiu":
+        return f"{a.dtype} {_shape(a)}, max |difference| {np.abs(a.astype(np.float64) - b).max():.3g}"
+    return f"{a.dtype} {_shape(a)}, values differ"
+
+
 def apply_mapping(state: Mapping[str, np.ndarray], model: nn.Module, mapping: PaddleMapping, *,
                   head: Sequence[str] = (), reset_head: bool = False,
                   source: str = "Paddle checkpoint") -> dict[str, torch.Tensor]:
@@ -145,6 +162,7 @@ def apply_mapping(state: Mapping[str, np.ndarray], model: nn.Module, mapping: Pa
 
     converted: dict[str, np.ndarray] = {}
     origin: dict[str, str] = {}
+    stored: dict[str, np.ndarray] = {}  # each target's Paddle value as read, to compare aliases with
     unexpected: list[str] = []
     duplicates: list[str] = []
     for paddle_name, value in state.items():
@@ -155,10 +173,15 @@ def apply_mapping(state: Mapping[str, np.ndarray], model: nn.Module, mapping: Pa
             unexpected.append(f"{paddle_name} {_shape(value)} (became {name!r})" if name != paddle_name
                               else f"{paddle_name} {_shape(value)}")
             continue
-        if name in converted:
-            duplicates.append(f"{paddle_name} and {origin[name]} both map to {name}")
-            continue
         array = np.asarray(value)
+        if name in converted:
+            if _same_tensor(array, stored[name]):
+                continue  # an alias (Paddle's nn.LSTM keeps each weight under two names): one copy is enough
+            duplicates.append(f"{paddle_name} and {origin[name]} both map to {name} but hold different values "
+                              f"({_difference(array, stored[name])}): the checkpoint is inconsistent; "
+                              "re-save it from the Paddle model, or drop one of the two names")
+            continue
+        stored[name] = array
         if array.dtype == np.uint16 and target[name].is_floating_point():
             array = bf16_to_float32(array)  # paddle.save writes bfloat16 tensors as their raw 16 bits
         if name in linear and array.ndim == 2:

@@ -10,7 +10,8 @@ Image-based Sequence Recognition", Shi et al., https://arxiv.org/abs/1507.05717)
 Paddle constants: the SVTR blocks' LayerNorm epsilon is 1e-5 and the final norm's 1e-6; activations are Swish
 (``x * sigmoid(x)``, PyTorch's SiLU); Linear weights are stored ``[in, out]`` by Paddle (the mapping transposes
 them). Paddle's LSTM keeps the names ``lstm.0.cell_fw.weight_ih`` ...; :data:`LSTM_RENAMES` maps them onto
-``nn.LSTM``'s ``weight_ih_l0`` / ``weight_ih_l0_reverse`` (same gate order i, f, g, o).
+``nn.LSTM``'s ``weight_ih_l0`` / ``weight_ih_l0_reverse`` (same gate order i, f, g, o). Its state dict also holds each
+tensor under that flat name, which is torch's already: the converter takes the two equal copies as one.
 """
 
 from __future__ import annotations

@@ -5,11 +5,15 @@
 - the PP-LCNet text-line orientation classifiers with random weights against PaddleClas 2.6.0's PP-LCNet
   (``class_num=2``), through ``convert_paddle`` from its ``.pdparams``;
 - PP-OCRv4 server's backbone (PaddleOCR's ``rec_hgnet.py`` PPHGNet_small, a copy of PaddleClas's) in its detection
-  layout against PaddleClas 2.6.0's PPHGNet_small with random weights, stage by stage.
+  layout against PaddleClas 2.6.0's PPHGNet_small with random weights, stage by stage;
+- the CRNN recognizers (``rec_mv3_bilstm_ctc``, ``rec_r34_vd_bilstm_ctc``, and MobileNetV3 small as PaddleOCR's
+  v2.0 Chinese recognizer builds it) against PaddleOCR's modules transcribed with ``paddle.nn`` layers
+  (paddle_side/ppocr_crnn.py: PaddleOCR's names, ``nn.LSTM``'s double names included), random weights, through
+  ``convert_paddle`` from their ``.pdparams``.
 
 PaddleOCR's wheels carry no modeling code: the other OCR parts (the DB necks and heads other than PP-OCRv4
-mobile's, MobileNetV3 / ResNet-vd in PaddleOCR's layouts, CRNN, MobileNetV1-enhance, SAR, NRTR, PP-HGNet's
-recognition layout) have no Paddle-side build offline and are not compared here.
+mobile's, MobileNetV1-enhance, SAR, NRTR, PP-HGNet's recognition layout) have no Paddle-side build offline and are
+not compared here.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ INFERENCE = {
     "ocr/cls_mv3_mobile": ("models/ch_ppocr_mobile_v2_cls_infer", (2, 3, 48, 192), 1e-5),
 }
 LCNET = {"0.25": "ocr/textline_ori_lcnet_x0_25", "1.0": "ocr/textline_ori_lcnet_x1_0"}
+#: registry name -> the Paddle-side CRNN (paddle_side/ppocr_crnn.py ``CRNN``)
+CRNN = {"ocr/rec_mv3_bilstm_ctc": "mv3_large", "ocr/rec_r34_vd_bilstm_ctc": "r34_vd"}
+CRNN_OUTPUTS = ("features", "logits", "output")
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +56,7 @@ def paddle_outputs(tmp_path_factory: pytest.TempPathFactory, run_paddle_side: Ca
         jobs.append(["inference", str(folder), str(out / f"{key}_input.npy"), str(out / f"{key}_output.npy")])
     jobs += [["lcnet", scale, str(out / f"lcnet_{scale}")] for scale in LCNET]
     jobs.append(["hgnet", str(out / "hgnet")])
+    jobs += [["crnn", key, str(out / f"crnn_{key}")] for key in (*CRNN.values(), "mv3_small")]
     (out / "jobs.json").write_text(json.dumps(jobs))
     run_paddle_side("ocr_parity.py", out / "jobs.json")
     return out
@@ -102,3 +110,64 @@ def test_ppocrv4_server_backbone_gives_paddleclas_pphgnet_stages(paddle_outputs:
         error = np.abs(feature.numpy() - expected).max() / np.abs(expected).max()
         print(f"PPHGNet_small stage {i}: {error:.3g} relative")
         assert feature.shape == expected.shape and error <= 1e-5
+
+
+def _crnn_errors(model: torch.nn.Module, folder: Path, dtype: torch.dtype) -> dict[str, float]:
+    """Relative errors (max |difference| / max |exact|) of the BiLSTM's output, the CTC logits and the eval
+    softmax of ``model`` in ``dtype`` against Paddle's float64 run of the same float32 weights."""
+    model = model.to(dtype).eval()
+    x = torch.from_numpy(np.load(folder / "input.npy")).to(dtype)
+    with torch.no_grad():
+        features = model.neck(model.backbone(x)[0])
+        ours = {"features": features, "logits": model.head.fc(features), "output": model(x)}
+    errors = {}
+    for name in CRNN_OUTPUTS:
+        exact = np.load(folder / f"{name}_f64.npy")
+        assert tuple(ours[name].shape) == exact.shape, name
+        errors[name] = float(np.abs(ours[name].double().numpy() - exact).max() / np.abs(exact).max())
+    return errors
+
+
+def _check_crnn(model: torch.nn.Module, folder: Path, label: str) -> None:
+    exact, rounded = _crnn_errors(model, folder, torch.float64), _crnn_errors(model, folder, torch.float32)
+    paddle_rounded = {name: float(np.abs(np.load(folder / f"{name}.npy") - np.load(folder / f"{name}_f64.npy")).max()
+                                  / np.abs(np.load(folder / f"{name}_f64.npy")).max()) for name in CRNN_OUTPUTS}
+    print(f"{label}: relative error vs Paddle (float64) " + ", ".join(f"{k} {v:.2g}" for k, v in exact.items())
+          + "; float32: ours " + ", ".join(f"{k} {v:.2g}" for k, v in rounded.items())
+          + ", Paddle's " + ", ".join(f"{k} {v:.2g}" for k, v in paddle_rounded.items()))
+    assert max(exact.values()) <= 1e-5, exact
+    # float32 rounding of these random networks is ~1e-5 of the range in Paddle itself: the same bound for both
+    assert max(rounded.values()) <= 1e-4 and max(paddle_rounded.values()) <= 1e-4, (rounded, paddle_rounded)
+
+
+@pytest.mark.parametrize("name", sorted(CRNN))
+def test_crnn_converts_from_paddleocrs_names_and_gives_its_output(paddle_outputs: Path, tmp_path: Path, name: str):
+    from oarkit.core.interop import read_pdparams
+
+    folder = paddle_outputs / f"crnn_{CRNN[name]}"
+    state = read_pdparams(folder / "model.pdparams")
+    # Paddle's nn.LSTM saves every weight twice: the converter takes the equal aliases as one tensor
+    assert {"neck.encoder.lstm.weight_ih_l0", "neck.encoder.lstm.0.cell_fw.weight_ih"} <= set(state)
+    out = convert_paddle(folder / "model.pdparams", model=name, out=tmp_path / "converted")
+    model, meta = load_model_dir(out)
+    assert meta["task"] == "ocr/rec"
+    _check_crnn(model, folder, name)
+
+
+def test_crnn_with_mobilenetv3_small_gives_paddleocrs_output(paddle_outputs: Path):
+    """MobileNetV3 small x0.5 with ``small_stride=[1, 2, 2, 2]`` and BiLSTM 48 (PaddleOCR's v2.0 Chinese recognizer
+    network, here with 37 classes), through the CRNN card's mapping."""
+    from oarkit.core.backbones import RecMobileNetV3
+    from oarkit.core.interop import apply_mapping, read_pdparams
+    from oarkit.core.registry import model_info
+    from oarkit.ocr.models.rec import TextRecognizer
+    from oarkit.ocr.models.sequence import CTCHead, SequenceEncoder
+
+    folder = paddle_outputs / "crnn_mv3_small"
+    backbone = RecMobileNetV3(model_name="small", scale=0.5, small_stride=(1, 2, 2, 2))
+    neck = SequenceEncoder(backbone.out_channels[0], "rnn", hidden_size=48)
+    model = TextRecognizer(backbone=backbone, neck=neck, head=CTCHead(neck.out_channels, 37), num_classes=37,
+                           character_dict="ic15", use_space_char=False, image_height=32)
+    mapping = model_info("ocr/rec_mv3_bilstm_ctc").paddle_mapping
+    model.load_state_dict(apply_mapping(read_pdparams(folder / "model.pdparams"), model, mapping))
+    _check_crnn(model, folder, "CRNN MobileNetV3 small")

