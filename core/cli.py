@@ -57,8 +57,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(OmegaConf.to_yaml(cfg))
         return 0
     from oarkit.core import distributed
+    from oarkit.core.data.doctor import check_before_training
 
     trainer = build_trainer(cfg, resume=args.resume or False)
+    check_before_training(trainer.data)  # data.doctor=false skips it; a data module without inventory() too
     try:
         summary = trainer.fit()
     finally:
@@ -66,6 +68,22 @@ def cmd_train(args: argparse.Namespace) -> int:
     if trainer.is_main:
         _print_block("training finished", summary)
     return 0
+
+
+# ----------------------------------------------------------------------------- check-data
+def cmd_check_data(args: argparse.Namespace) -> int:
+    from oarkit.core.config import instantiate, load_config
+    from oarkit.core.data.doctor import check_data_module
+
+    cfg = load_config(args.config, list(args.overrides))
+    data = instantiate(cfg.data)  # the data module the recipe trains on, as `oarkit train` builds it
+    report = check_data_module(data, splits=args.splits, hash_limit=args.hash_limit,
+                               imbalance_ratio=args.imbalance_ratio)
+    if report is None:
+        raise OarkitError(f"{type(data).__name__} has no inventory(split) method, so the dataset doctor cannot "
+                          "examine its data")
+    print(json.dumps(report.to_dict(), indent=2, default=str) if args.json else report.table())
+    return 1 if report.errors else 0
 
 
 # ----------------------------------------------------------------------------- tune
@@ -291,6 +309,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="continue from <output_dir>/last, or from the given last/ directory")
     p.add_argument("--show-config", action="store_true", help="print the composed config and exit")
     p.set_defaults(func=cmd_train)
+
+    p = verbs.add_parser("check-data", help="check a recipe's dataset before training: counts, sizes, corrupt "
+                                            "files, label problems, imbalance, train/val duplicates")
+    p.add_argument("-c", "--config", required=True, help="a YAML recipe path or a packaged name")
+    p.add_argument("overrides", nargs="*", help="key=value overrides, e.g. data.root=PATH")
+    p.add_argument("--splits", nargs="+", default=["train", "val"], help="splits to check (default: train val)")
+    p.add_argument("--hash-limit", type=int, default=20000,
+                   help="skip the train/val duplicate-image search above this many images (default: 20000)")
+    p.add_argument("--imbalance-ratio", type=float, default=10.0,
+                   help="warn when the largest training class outnumbers the smallest this many times (default: 10)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_check_data)
 
     p = verbs.add_parser("tune", help="search hyperparameters of a recipe with Optuna (each trial a training run)")
     p.add_argument("-c", "--config", required=True, help="a YAML recipe path or a packaged name")

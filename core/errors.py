@@ -34,6 +34,14 @@ class DataError(OarkitError, ValueError):
     """A dataset that cannot be read: missing folder, malformed list, corrupt image."""
 
 
+class DataCheckError(DataError):
+    """The dataset doctor found problems that stop training; ``report`` holds its full report."""
+
+    def __init__(self, message: str, *, report: object = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
 class TrainingError(OarkitError, RuntimeError):
     """Training cannot go on (for example a non-finite loss)."""
 

@@ -10,6 +10,9 @@ from typing import Any
 from torch.utils.data import Dataset
 
 from oarkit.core.data import resolve_list_file
+from oarkit.core.data.auto_size import AUTO, typical_side
+from oarkit.core.data.doctor import DataInventory
+from oarkit.core.data.images import IMAGE_SUFFIXES
 from oarkit.core.engine.task import DataModule
 from oarkit.core.errors import ConfigError, DataError, did_you_mean
 
@@ -22,6 +25,7 @@ from .datasets import (
     find_classes,
     parse_list_file,
 )
+from .inventory import classification_inventory
 from .transforms import IMAGENET_MEAN, IMAGENET_STD, build_eval_transform, build_train_transform, preprocess_spec
 
 logger = logging.getLogger(__name__)
@@ -73,7 +77,8 @@ class ClassificationData(DataModule):
         train_list, val_list: list files of the list format (relative paths are looked up in ``root`` first).
         label_file: PaddleClas label list (``<index> <name>`` per line) giving the label names. With the
             image-folder format its order must follow the sorted folder names.
-        image_size: crop size for training and evaluation.
+        image_size: crop size for training and evaluation; ``"auto"``: the training images' median shorter side,
+            rounded up to a multiple of 32, within [32, 224] (own-data recipes).
         batch_size, num_workers: loader settings read by the Trainer.
         mean, std: normalisation of the [0, 1] image.
         crop_pct: eval crop size over resize size.
@@ -86,6 +91,7 @@ class ClassificationData(DataModule):
         random_erasing: probability of erasing a random rectangle of each training image (0 is off).
         skip_corrupt: scan every image up front and drop unreadable ones instead of failing mid-epoch.
         seed: augmentation seed.
+        doctor: run the dataset doctor (:mod:`oarkit.core.data.doctor`) before training.
     """
 
     def __init__(
@@ -98,7 +104,7 @@ class ClassificationData(DataModule):
         train_list: str = "train_list.txt",
         val_list: str = "val_list.txt",
         label_file: str | None = None,
-        image_size: int | None = None,
+        image_size: int | str | None = None,
         batch_size: int = 32,
         num_workers: int = 0,
         mean: Sequence[float] | None = None,
@@ -112,6 +118,7 @@ class ClassificationData(DataModule):
         random_erasing: float = 0.0,
         skip_corrupt: bool = False,
         seed: int = 0,
+        doctor: bool = True,
     ) -> None:
         if format not in FORMATS:
             raise ConfigError(f"data format={format!r} is not one of {list(FORMATS)}.{did_you_mean(format, FORMATS)}")
@@ -119,6 +126,8 @@ class ClassificationData(DataModule):
             raise ConfigError(f"batch_size={batch_size!r} must be >= 1")
         if num_workers < 0:
             raise ConfigError(f"num_workers={num_workers!r} must be >= 0")
+        if isinstance(image_size, str) and image_size != AUTO:
+            raise ConfigError(f"data.image_size={image_size!r} must be a number of pixels, auto or null")
         self.root = str(root)
         self.format = format
         self.train_split, self.val_split = train_split, val_split
@@ -137,6 +146,7 @@ class ClassificationData(DataModule):
         self.affine, self.random_erasing = float(affine), float(random_erasing)
         self.skip_corrupt = skip_corrupt
         self.seed = int(seed)
+        self.doctor = bool(doctor)
         self._classes: list[str] | None = None
         self._folder_classes: list[str] | None = None
         self._train: ClassificationDataset | None = None
@@ -225,8 +235,19 @@ class ClassificationData(DataModule):
         """The eval preprocessing (see :func:`~oarkit.clas.data.transforms.preprocess_spec`)."""
         if self._fixed_spec is not None:
             return dict(self._fixed_spec)
+        if self.settings["image_size"] == AUTO:
+            self.settings["image_size"] = typical_side(self._train_paths(), high=224)
         s = {k: DEFAULTS[k] if v is None else v for k, v in self.settings.items()}
         return preprocess_spec(s["image_size"], s["mean"], s["std"], s["crop_pct"], s["interpolation"])
+
+    def _train_paths(self) -> list[str]:
+        """The training images' paths (for ``image_size: auto``)."""
+        if self.format == "imagefolder":
+            folder = Path(self.root) / self.train_split
+            return [str(p) for name in self._train_folder_classes() for p in sorted((folder / name).iterdir())
+                    if p.suffix.lower() in IMAGE_SUFFIXES]
+        train_list = resolve_list_file(self.root, self.train_list, line_form=LIST_LINE_FORM)
+        return [str(Path(self.root) / rel) for rel, _ in parse_list_file(train_list)]
 
     # -- datasets -----------------------------------------------------------------------------------------
 
@@ -257,6 +278,10 @@ class ClassificationData(DataModule):
 
     def splits(self) -> tuple[str, ...]:
         return ("train", "val", "<folder or list file>")
+
+    def inventory(self, split: str) -> DataInventory | None:
+        """What the dataset doctor examines of ``split``; ``None`` when it does not exist."""
+        return classification_inventory(self, split)
 
     def dataset(self, split: str) -> Dataset:
         """A split with the eval preprocessing: ``train``, ``val``, or another split folder (image folders) or

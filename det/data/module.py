@@ -8,12 +8,15 @@ from typing import Any
 
 from torch.utils.data import BatchSampler, Dataset, Sampler
 
+from oarkit.core.data.auto_size import AUTO
+from oarkit.core.data.doctor import DataInventory
 from oarkit.core.engine.task import DataModule
 from oarkit.core.errors import ConfigError, DataError
 
 from .check import ACTIONS, check_records
 from .dataset import DetectionDataset, MultiScaleBatchSampler, detection_collate
 from .formats import check_format, read_split
+from .inventory import detection_inventory
 from .records import DetectionRecord
 from .transforms import MEAN, STD, Compose, PhotometricDistort, RandomCrop, RandomExpand, RandomFlip, preprocess_spec
 
@@ -44,7 +47,9 @@ class DetectionData(DataModule):
         train_list, val_list: VOC lists (default ``trainval.txt``, ``test.txt``).
         label_list: VOC class list (default ``label_list.txt``).
         data_yaml: YOLO data file (default ``data.yaml``).
-        size: the input ``[height, width]`` (evaluation and export); ``None``: the model card's.
+        size: the input ``[height, width]`` (evaluation and export); ``None``: the model card's; ``"auto"``: the
+            training images' median longer side, rounded up to a multiple of 32, within [160, 640] (own-data
+            recipes).
         multi_scale: training sizes drawn per batch (each a side or ``[h, w]``); empty: ``size`` only.
         mosaic, mixup: probabilities of a four-image mosaic and of mixup in training.
         distort: photometric distortion (brightness, contrast, saturation, hue) in training.
@@ -57,17 +62,20 @@ class DetectionData(DataModule):
         skip_empty: leave training images without boxes out (PaddleDetection's default).
         batch_size, eval_batch_size, num_workers: loader settings read by the Trainer.
         seed: augmentation seed.
+        doctor: run the dataset doctor (:mod:`oarkit.core.data.doctor`, which reports the box problems above
+            among others) before training.
     """
 
     def __init__(self, *, root: str, format: str = "coco", train_annotation: str | None = None,
                  val_annotation: str | None = None, train_images: str | None = None, val_images: str | None = None,
                  train_list: str | None = None, val_list: str | None = None, label_list: str | None = None,
-                 data_yaml: str | None = None, size: int | Sequence[int] | None = None,
+                 data_yaml: str | None = None, size: int | Sequence[int] | str | None = None,
                  multi_scale: Sequence[int | Sequence[int]] = (), mosaic: float = 0.0, mixup: float = 0.0,
                  distort: bool = True, expand_ratio: float = 1.0, crop: bool = False, hflip: float = 0.5,
                  mean: Sequence[float] | None = None, std: Sequence[float] | None = None,
                  interpolation: str = "cubic", check: str = "fix", skip_empty: bool = True, batch_size: int = 8,
-                 eval_batch_size: int | None = None, num_workers: int = 0, seed: int = 0) -> None:
+                 eval_batch_size: int | None = None, num_workers: int = 0, seed: int = 0,
+                 doctor: bool = True) -> None:
         check_format(format)
         if check not in ACTIONS:
             raise ConfigError(f"data.check={check!r} must be one of {list(ACTIONS)}")
@@ -82,13 +90,16 @@ class DetectionData(DataModule):
                                 "label_list": label_list, "data_yaml": data_yaml},
                       "val": {"annotation": val_annotation, "image_dir": val_images, "list_file": val_list,
                               "label_list": label_list, "data_yaml": data_yaml}}
-        self.size = None if size is None else _hw(size, "data.size")
+        if isinstance(size, str) and size != AUTO:
+            raise ConfigError(f"data.size={size!r} must be a side, [height, width], auto or null")
+        self._auto_size = size == AUTO
+        self.size = None if size is None or self._auto_size else _hw(size, "data.size")
         self.multi_scale = [_hw(s, "data.multi_scale") for s in multi_scale]
         self.mosaic, self.mixup, self.distort = float(mosaic), float(mixup), bool(distort)
         self.expand_ratio, self.crop, self.hflip = float(expand_ratio), bool(crop), float(hflip)
         self.settings: dict[str, Any] = {"mean": None if mean is None else list(mean),
                                          "std": None if std is None else list(std), "interpolation": interpolation}
-        self.check, self.skip_empty = check, bool(skip_empty)
+        self.check, self.skip_empty, self.doctor = check, bool(skip_empty), bool(doctor)
         self.batch_size, self.num_workers, self.seed = int(batch_size), int(num_workers), int(seed)
         self.eval_batch_size = None if eval_batch_size is None else int(eval_batch_size)
         self._classes: list[str] | None = None
@@ -135,7 +146,7 @@ class DetectionData(DataModule):
     def configure(self, *, size: Sequence[int] | None = None, mean: Sequence[float] | None = None,
                   std: Sequence[float] | None = None) -> None:
         """Offer the model card's input size and normalisation; only settings left as ``None`` take them."""
-        if self.size is None and size is not None:
+        if self.size is None and size is not None and not self._auto_size:
             self.size = _hw(list(size), "data.size")
         for key, value in (("mean", mean), ("std", std)):
             if self.settings[key] is None and value is not None:
@@ -151,8 +162,21 @@ class DetectionData(DataModule):
         """The evaluation preprocessing (see :func:`~.transforms.preprocess_spec`)."""
         if self._fixed_spec is not None:
             return dict(self._fixed_spec)
+        if self._auto_size and self.size is None:
+            self.size = self._fitted_size()
         return preprocess_spec(self.size or (640, 640), self.settings["mean"] or MEAN, self.settings["std"] or STD,
                                self.settings["interpolation"])
+
+    def _fitted_size(self) -> tuple[int, int]:
+        """``size: auto``: a square input of the training images' median longer side (multiple of 32, 160 to 640),
+        from the sizes the annotations record."""
+        sides = sorted(max(r.width, r.height) for r in self.records("train"))
+        if not sides:
+            raise DataError(f"data.size=auto measures the training images, but {self.root} (train) has none")
+        side = int(min(640, max(160, -(-sides[len(sides) // 2] // 32) * 32)))
+        logger.info("data.size=auto: the training images' median longer side is %d px, so %dx%d",
+                    sides[len(sides) // 2], side, side)
+        return side, side
 
     def collate(self, samples: list[Any]) -> Any:
         return detection_collate(samples)
@@ -199,6 +223,10 @@ class DetectionData(DataModule):
 
     def splits(self) -> tuple[str, ...]:
         return ("train", "val", "<annotation or list file>")
+
+    def inventory(self, split: str) -> DataInventory | None:
+        """What the dataset doctor examines of ``split``; ``None`` when it does not exist."""
+        return detection_inventory(self, split)
 
     def batch_sampler(self, sampler: Sampler[int], dataset: Dataset, *, batch_size: int, train: bool,
                       drop_last: bool) -> Sampler[list[Any]] | None:

@@ -15,10 +15,12 @@ from typing import Any
 
 from torch.utils.data import Dataset
 
+from oarkit.core.data.doctor import DataInventory
 from oarkit.core.engine.task import DataModule
 from oarkit.core.errors import ConfigError, DataError
 from oarkit.nlp.data.bucketing import LengthBucketedBatches
 from oarkit.nlp.data.features import encode_prompts, encode_qa, encode_tagged, encode_texts
+from oarkit.nlp.data.inventory import classification_inventory, extraction_inventory, qa_inventory, token_inventory
 from oarkit.nlp.data.prompts import prompt_examples, schema_of
 from oarkit.nlp.data.readers import read_classification, read_conll, read_doccano, read_label_list, read_squad
 from oarkit.nlp.prompts import LANGS, detect_lang
@@ -41,6 +43,7 @@ class TextDataModule(DataModule):
         bucket: batch examples of similar length together (less padding, faster on the CPU).
         pool_batches: batches per length-sorting pool when bucketing.
         seed: the bucketing / sampling seed.
+        doctor: run the dataset doctor (:mod:`oarkit.core.data.doctor`) before training.
     """
 
     #: file suffixes searched for a split, in order
@@ -50,7 +53,7 @@ class TextDataModule(DataModule):
 
     def __init__(self, *, root: str, train_file: str | None = None, dev_file: str | None = None,
                  max_length: int = 128, batch_size: int = 32, num_workers: int = 0, bucket: bool = True,
-                 pool_batches: int = 50, seed: int = 0) -> None:
+                 pool_batches: int = 50, seed: int = 0, doctor: bool = True) -> None:
         if max_length < 8:
             raise ConfigError(f"data.max_length={max_length} is too short; use at least 8 tokens")
         if batch_size < 1 or num_workers < 0:
@@ -62,6 +65,7 @@ class TextDataModule(DataModule):
         self.bucket, self.pool_batches, self.seed = bool(bucket), int(pool_batches), int(seed)
         self.batch_size = 1 if self.bucket else self.examples_per_batch  # what the Trainer's loader uses
         self.num_workers = int(num_workers)
+        self.doctor = bool(doctor)
         self.tokenizer: Any = None
         self._examples: dict[str, list[Any]] = {}
         self._datasets: dict[str, Dataset] = {}
@@ -226,6 +230,10 @@ class TextClassificationData(TextDataModule):
         index = {name: i for i, name in enumerate(self.labels)}
         return encode_texts(self.tokenizer, examples, index, self.max_length)
 
+    def inventory(self, split: str) -> DataInventory | None:
+        """What the dataset doctor examines of ``split``; ``None`` when it does not exist."""
+        return classification_inventory(self, split)
+
     def meta(self) -> dict[str, Any]:
         return {"pair": self.is_pair}
 
@@ -270,6 +278,10 @@ class TokenClassificationData(TextDataModule):
     def encode(self, examples: list[Any], *, train: bool) -> list[dict[str, Any]]:
         return encode_tagged(self.tokenizer, examples, {t: i for i, t in enumerate(self.labels)}, self.max_length)
 
+    def inventory(self, split: str) -> DataInventory | None:
+        """What the dataset doctor examines of ``split``; ``None`` when it does not exist."""
+        return token_inventory(self, split)
+
 
 class QuestionAnsweringData(TextDataModule):
     """SQuAD-style JSON (``train.json`` / ``dev.json``); long contexts become overlapping windows.
@@ -297,6 +309,10 @@ class QuestionAnsweringData(TextDataModule):
 
     def encode(self, examples: list[Any], *, train: bool) -> list[dict[str, Any]]:
         return encode_qa(self.tokenizer, examples, self.max_length, self.doc_stride)
+
+    def inventory(self, split: str) -> DataInventory | None:
+        """What the dataset doctor examines of ``split``; ``None`` when it does not exist."""
+        return qa_inventory(self, split)
 
     def preprocess_spec(self) -> dict[str, Any]:
         return {"max_length": self.max_length, "doc_stride": self.doc_stride}
@@ -356,6 +372,10 @@ class InformationExtractionData(TextDataModule):
 
     def encode(self, examples: list[Any], *, train: bool) -> list[dict[str, Any]]:
         return encode_prompts(self.tokenizer, examples, self.max_length)
+
+    def inventory(self, split: str) -> DataInventory | None:
+        """What the dataset doctor examines of ``split``; ``None`` when it does not exist."""
+        return extraction_inventory(self, split)
 
     def meta(self) -> dict[str, Any]:
         return {"prompt_lang": self.prompt_lang, "schema": self.schema}

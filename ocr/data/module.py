@@ -11,12 +11,14 @@ from typing import Any
 from torch.utils.data import Dataset, Sampler
 
 from oarkit.core.data import GroupedBatchSampler
+from oarkit.core.data.doctor import DataInventory
 from oarkit.core.engine.task import DataModule
 from oarkit.core.errors import ConfigError, DataError, did_you_mean
 
 from ..charset import CharDictionary
 from .datasets import ClsDataset, DetAugment, DetDataset, DetPreprocess, RecDataset, RecPreprocess
 from .formats import LMDBRecSet, read_det_labels, read_icdar2015, read_ppocrlabel, read_rec_list
+from .inventory import cls_inventory, det_inventory, rec_inventory
 from .samplers import MultiScaleBatchSampler
 
 logger = logging.getLogger(__name__)
@@ -36,9 +38,11 @@ def _check_loader(batch_size: int, num_workers: int, eval_batch_size: int | None
 
 
 class _OCRData(DataModule):
-    def __init__(self, root: str, batch_size: int, eval_batch_size: int | None, num_workers: int, seed: int) -> None:
+    def __init__(self, root: str, batch_size: int, eval_batch_size: int | None, num_workers: int, seed: int,
+                 doctor: bool = True) -> None:
         _check_loader(batch_size, num_workers, eval_batch_size)
         self.root = str(root)
+        self.doctor = bool(doctor)  # run the dataset doctor (oarkit.core.data.doctor) before training
         self.batch_size, self.num_workers, self.seed = int(batch_size), int(num_workers), int(seed)
         self.eval_batch_size = None if eval_batch_size is None else int(eval_batch_size)
         self._cache: dict[str, Dataset] = {}
@@ -75,6 +79,7 @@ class OCRDetData(_OCRData):
         scale, rotate, hflip, color: training augmentation.
         batch_size, eval_batch_size, num_workers, seed: loader settings (evaluation batches group pages of one
             input size, so a prediction never depends on its batch).
+        doctor: run the dataset doctor (:mod:`oarkit.core.data.doctor`) before training.
     """
 
     def __init__(self, *, root: str, format: str = "paddleocr", train_list: str = "train.txt",
@@ -82,8 +87,8 @@ class OCRDetData(_OCRData):
                  limit_type: str = "max", mean: Sequence[float] | None = None, std: Sequence[float] | None = None,
                  bgr: bool = True, scale: Sequence[float] = (0.5, 3.0), rotate: float = 10.0, hflip: float = 0.5,
                  color: float = 0.3, batch_size: int = 8, eval_batch_size: int | None = 1, num_workers: int = 0,
-                 seed: int = 0) -> None:
-        super().__init__(root, batch_size, eval_batch_size, num_workers, seed)
+                 seed: int = 0, doctor: bool = True) -> None:
+        super().__init__(root, batch_size, eval_batch_size, num_workers, seed, doctor)
         if format not in DET_FORMATS:
             raise ConfigError(f"data.format={format!r} is not one of {list(DET_FORMATS)}."
                               f"{did_you_mean(format, DET_FORMATS)}")
@@ -125,6 +130,10 @@ class OCRDetData(_OCRData):
             return read_ppocrlabel(root / name)
         return read_det_labels(root / name, image_root=root)
 
+    def inventory(self, split: str) -> DataInventory | None:
+        """What the dataset doctor examines of ``split``; ``None`` when it does not exist."""
+        return det_inventory(self, split)
+
     def dataset(self, split: str) -> DetDataset:
         return DetDataset(self.samples(split), self.preprocess, train=split == "train", augment=self.augment,
                           seed=self.seed)
@@ -154,14 +163,15 @@ class OCRRecData(_OCRData):
             empty: every batch at ``width``).
         augment_prob: the probability of each training augmentation.
         batch_size, eval_batch_size, num_workers, seed: loader settings.
+        doctor: run the dataset doctor (:mod:`oarkit.core.data.doctor`) before training.
     """
 
     def __init__(self, *, root: str, format: str = "list", train_list: str = "train.txt", val_list: str = "val.txt",
                  dictionary: str | None = None, use_space_char: bool | None = None, height: int = 48,
                  width: int = 320, max_text_length: int = 25, multi_scale_widths: Sequence[int] = (),
                  augment_prob: float = 0.4, batch_size: int = 64, eval_batch_size: int | None = None,
-                 num_workers: int = 0, seed: int = 0) -> None:
-        super().__init__(root, batch_size, eval_batch_size, num_workers, seed)
+                 num_workers: int = 0, seed: int = 0, doctor: bool = True) -> None:
+        super().__init__(root, batch_size, eval_batch_size, num_workers, seed, doctor)
         if format not in REC_FORMATS:
             raise ConfigError(f"data.format={format!r} is not one of {list(REC_FORMATS)}."
                               f"{did_you_mean(format, REC_FORMATS)}")
@@ -196,6 +206,10 @@ class OCRRecData(_OCRData):
                 setattr(self.preprocess, key, preprocess[key])
         self._dictionary = dictionary
 
+    def inventory(self, split: str) -> DataInventory | None:
+        """What the dataset doctor examines of ``split``; ``None`` when it does not exist."""
+        return rec_inventory(self, split)
+
     def dataset(self, split: str) -> RecDataset:
         name = {"train": self.train_list, "val": self.val_list}.get(split, split)
         path = Path(self.root) / name
@@ -225,12 +239,13 @@ class OCRClsData(_OCRData):
         height, width: the classifier's input (PaddleOCR's cls: 48 x 192).
         augment_prob: the probability of each training augmentation.
         batch_size, eval_batch_size, num_workers, seed: loader settings.
+        doctor: run the dataset doctor (:mod:`oarkit.core.data.doctor`) before training.
     """
 
     def __init__(self, *, root: str, train_list: str = "train.txt", val_list: str = "val.txt", height: int = 48,
                  width: int = 192, augment_prob: float = 0.4, batch_size: int = 64, eval_batch_size: int | None = None,
-                 num_workers: int = 0, seed: int = 0) -> None:
-        super().__init__(root, batch_size, eval_batch_size, num_workers, seed)
+                 num_workers: int = 0, seed: int = 0, doctor: bool = True) -> None:
+        super().__init__(root, batch_size, eval_batch_size, num_workers, seed, doctor)
         self.train_list, self.val_list = train_list, val_list
         self.height, self.width, self.augment_prob = int(height), int(width), float(augment_prob)
         self.mean: Sequence[float] = (0.5, 0.5, 0.5)
@@ -241,6 +256,10 @@ class OCRClsData(_OCRData):
         """Take the model's input size and normalisation."""
         self.height, self.width = int(height or self.height), int(width or self.width)
         self.mean, self.std = tuple(mean or self.mean), tuple(std or self.std)
+
+    def inventory(self, split: str) -> DataInventory | None:
+        """What the dataset doctor examines of ``split``; ``None`` when it does not exist."""
+        return cls_inventory(self, split)
 
     def dataset(self, split: str) -> ClsDataset:
         name = {"train": self.train_list, "val": self.val_list}.get(split, split)

@@ -10,6 +10,8 @@ from typing import Any
 from torch.utils.data import Dataset, Sampler
 
 from oarkit.core.data import GroupedBatchSampler, resolve_list_file
+from oarkit.core.data.auto_size import AUTO, typical_side
+from oarkit.core.data.doctor import DataInventory
 from oarkit.core.engine.task import DataModule
 from oarkit.core.errors import ConfigError, DataError, did_you_mean
 
@@ -22,6 +24,7 @@ from .datasets import (
     pad_collate,
     voc_samples,
 )
+from .inventory import segmentation_inventory
 from .labels import ADE20K_CLASSES, CITYSCAPES_CLASSES, VOC_CLASSES
 from .transforms import build_eval_transform, build_train_transform, hw, preprocess_spec
 
@@ -62,7 +65,9 @@ class SegmentationData(DataModule):
         num_classes: the class count; required when no label file or built-in names give it.
         label_file: class names, one per line.
         ignore_index: the label that counts for nothing (padding, borders, "void").
-        crop_size: training crop ``[height, width]`` (an int for a square); also the export size.
+        crop_size: training crop ``[height, width]`` (an int for a square); also the export size. ``"auto"``:
+            a square of the training images' median shorter side, rounded up to a multiple of 32, within
+            [128, 512] (own-data recipes).
         scale: range of the training random scale.
         hflip: horizontal-flip probability in training.
         color_jitter: brightness/contrast/saturation strength in training (0 is off).
@@ -72,15 +77,16 @@ class SegmentationData(DataModule):
         eval_batch_size: images per evaluation batch (default: ``batch_size``). Evaluation batches hold images of
             one size only (:meth:`batch_sampler`), so a prediction never depends on it.
         seed: augmentation seed.
+        doctor: run the dataset doctor (:mod:`oarkit.core.data.doctor`) before training.
     """
 
     def __init__(self, *, root: str, format: str = "list", train_list: str = "train.txt", val_list: str = "val.txt",
                  train_split: str = "train", val_split: str = "val", num_classes: int | None = None,
-                 label_file: str | None = None, ignore_index: int = 255, crop_size: int | Sequence[int] = 512,
+                 label_file: str | None = None, ignore_index: int = 255, crop_size: int | Sequence[int] | str = 512,
                  scale: Sequence[float] = (0.5, 2.0), hflip: float = 0.5, color_jitter: float = 0.0,
                  mean: Sequence[float] | None = None, std: Sequence[float] | None = None,
                  val_resize: int | Sequence[int] | None = None, batch_size: int = 8, num_workers: int = 0,
-                 eval_batch_size: int | None = None, seed: int = 0) -> None:
+                 eval_batch_size: int | None = None, seed: int = 0, doctor: bool = True) -> None:
         if format not in FORMATS:
             raise ConfigError(f"data.format={format!r} is not one of {list(FORMATS)}.{did_you_mean(format, FORMATS)}")
         if batch_size < 1 or num_workers < 0:
@@ -96,13 +102,16 @@ class SegmentationData(DataModule):
         self.train_split, self.val_split = train_split, val_split
         self._num_classes, self.label_file = num_classes, label_file
         self.ignore_index = int(ignore_index)
-        self.crop_size = hw(crop_size, "data.crop_size")
+        if isinstance(crop_size, str) and crop_size != AUTO:
+            raise ConfigError(f"data.crop_size={crop_size!r} must be a side, [height, width] or auto")
+        self.crop_size = None if crop_size == AUTO else hw(crop_size, "data.crop_size")
         self.val_resize = hw(val_resize, "data.val_resize")
         self.scale, self.hflip, self.color_jitter = tuple(scale), float(hflip), float(color_jitter)
         self.settings: dict[str, Any] = {"mean": None if mean is None else list(mean),
                                          "std": None if std is None else list(std)}
         self.batch_size, self.num_workers, self.seed = int(batch_size), int(num_workers), int(seed)
         self.eval_batch_size = None if eval_batch_size is None else int(eval_batch_size)
+        self.doctor = bool(doctor)
         self._classes: list[str] | None = None
         self._train: Dataset | None = None
         self._val: Dataset | None = None
@@ -155,6 +164,10 @@ class SegmentationData(DataModule):
         """The evaluation preprocessing (see :func:`~oarkit.seg.data.transforms.preprocess_spec`)."""
         if getattr(self, "_fixed_spec", None) is not None:
             return dict(self._fixed_spec)
+        if self.crop_size is None:  # crop_size: auto
+            side = typical_side([image for image, _ in self.samples("train")], low=128, high=512,
+                                what="data.crop_size")
+            self.crop_size = [side, side]
         return preprocess_spec(self.settings["mean"] or DEFAULT_MEAN, self.settings["std"] or DEFAULT_STD,
                                self.crop_size, self.val_resize)
 
@@ -186,6 +199,10 @@ class SegmentationData(DataModule):
 
     def splits(self) -> tuple[str, ...]:
         return ("train", "val", "<list file>" if self.format == "list" else "<split folder>")
+
+    def inventory(self, split: str) -> DataInventory | None:
+        """What the dataset doctor examines of ``split``; ``None`` when it does not exist."""
+        return segmentation_inventory(self, split)
 
     def dataset(self, split: str, transform: Any = None) -> SegmentationDataset:
         """A :class:`SegmentationDataset` of ``split`` with ``transform`` (default: the evaluation preprocessing)."""
