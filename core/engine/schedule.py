@@ -29,12 +29,15 @@ class _Factor:
     milestones: tuple[int, ...]
     gamma: float
     power: float = 0.9
+    warmup_fraction: float = 0.0
 
     def stretch(self, total: int) -> None:
-        """A new run length; step milestones keep their fraction of the run."""
+        """A new run length; step milestones keep their fraction of the run, and so does a warm-up given as one."""
         scale = max(1, total) / max(1, self.total)
         self.milestones = tuple(round(m * scale) for m in self.milestones)
         self.total = max(1, int(total))
+        if self.warmup_fraction:
+            self.warmup = round(self.warmup_fraction * self.total)
 
     def __call__(self, t: int) -> float:
         if t < self.warmup:
@@ -64,7 +67,8 @@ class _ScheduleLR(LambdaLR):
 
     def set_total_steps(self, total_steps: int) -> None:
         """Stretch (or shrink) the schedule to ``total_steps`` optimizer steps from now on (``trainer.time_limit``):
-        decay ends at the new length, step milestones move with it, the warm-up stays as it is."""
+        decay ends at the new length, step milestones move with it, the warm-up stays as it is unless it was given
+        as a fraction of the run."""
         for factor in self.lr_lambdas:
             if isinstance(factor, _Factor):
                 factor.stretch(int(total_steps))
@@ -129,5 +133,5 @@ def WarmupLR(optimizer: Optimizer, *, steps_per_epoch: int, max_epochs: float | 
                        "value", warmup, total_steps)
     factor = _Factor(total=int(total_steps), warmup=warmup, decay=decay, warmup_start_factor=warmup_start_factor,
                      min_lr_ratio=min_lr_ratio, milestones=tuple(round(m * steps_per_epoch) for m in milestones),
-                     gamma=gamma, power=float(power))
+                     gamma=gamma, power=float(power), warmup_fraction=float(warmup_fraction))
     return _ScheduleLR(optimizer, factor)

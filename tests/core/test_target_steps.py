@@ -52,3 +52,12 @@ def test_warmup_is_given_in_one_unit() -> None:
     with pytest.raises(ConfigError, match="warmup_fraction is a fraction of the run"):
         WarmupLR(opt, steps_per_epoch=10, max_epochs=5, warmup_fraction=1.5)
     assert WarmupLR(opt, steps_per_epoch=10, max_epochs=5, warmup_fraction=0.1).lr_lambdas[0].warmup == 5
+
+
+def test_a_fractional_warmup_keeps_its_fraction_when_the_time_limit_stretches_the_run() -> None:
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    fractional = WarmupLR(opt, steps_per_epoch=10, max_epochs=30, warmup_fraction=0.1)
+    fixed = WarmupLR(opt, steps_per_epoch=10, max_epochs=30, warmup_iters=30)
+    for schedule in (fractional, fixed):
+        schedule.set_total_steps(100)
+    assert fractional.lr_lambdas[0].warmup == 10 and fixed.lr_lambdas[0].warmup == 30
