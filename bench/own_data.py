@@ -31,6 +31,7 @@ RUNS = {  # set -> (recipe, extra overrides, the metric reported)
     "det_digits": ("configs/det/ppyoloe_plus_crn_s_own_data.yaml", [], "map50"),
     "det_faces": ("configs/det/ppyoloe_plus_crn_s_own_data.yaml", [], "map50"),
     "seg_digits": ("configs/seg/pp_liteseg_stdc1_own_data.yaml", [], "miou"),
+    "seg_faces": ("configs/seg/pp_liteseg_stdc1_own_data.yaml", [], "miou"),
 }
 
 

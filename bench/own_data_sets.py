@@ -17,6 +17,8 @@ Sets (``python bench/own_data_sets.py --out data/own``):
 - ``det_faces``    COCO, 1 class, faces among non-face distractor crops on 160x160 photo canvases
 - ``seg_digits``   PaddleSeg list layout, background + 10 digit classes on 192x192 photo canvases: every
                    digit's ink colour is random, so the classes differ by shape alone
+- ``seg_faces``    PaddleSeg list layout, background + face: face crops among non-face crops (the same squares,
+                   other content) on 192x192 photo canvases
 """
 
 from __future__ import annotations
@@ -152,6 +154,16 @@ def _imagefolder(root: Path, split: str, images: np.ndarray, labels: np.ndarray,
         _write(root / split / names[int(label)] / f"{index:04d}.png", np.clip(grey, 0, 255).astype(np.uint8))
 
 
+def _seg_list(root: Path, split: str, samples, classes: list[str]) -> None:
+    lines = []
+    for index, (image, _, mask) in enumerate(samples):
+        _write(root / "images" / split / f"{index:05d}.jpg", image)
+        _write(root / "labels" / split / f"{index:05d}.png", mask)
+        lines.append(f"images/{split}/{index:05d}.jpg labels/{split}/{index:05d}.png")
+    (root / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    (root / "labels.txt").write_text("\n".join(classes) + "\n")
+
+
 def build(out: str | os.PathLike, seed: int = 0) -> Path:
     """Write every set under ``out`` (see the module docstring); returns ``out``."""
     out = Path(out)
@@ -178,18 +190,15 @@ def build(out: str | os.PathLike, seed: int = 0) -> Path:
         samples = _canvases(f, np.zeros(len(f), int), split_photos[split], count=counts[split], size=160,
                             per_image=(1, 3), sides=(28, 56), rng=rng, distractors=n, colour=False)
         _coco(out / "det_faces", split, samples, ["face"])
-    seg = out / "seg_digits"
     seg_counts = {"train": 400, "val": 100}
     for split, part in digit_split.items():
-        lines = []
         samples = _canvases(digits[part], digit_labels[part], split_photos[split], count=seg_counts[split],
                             size=192, per_image=(2, 5), sides=(40, 72), rng=rng)
-        for index, (image, _, mask) in enumerate(samples):
-            _write(seg / "images" / split / f"{index:05d}.jpg", image)
-            _write(seg / "labels" / split / f"{index:05d}.png", mask)
-            lines.append(f"images/{split}/{index:05d}.jpg labels/{split}/{index:05d}.png")
-        (seg / f"{split}.txt").write_text("\n".join(lines) + "\n")
-    (seg / "labels.txt").write_text("\n".join(["background"] + [f"digit_{i}" for i in range(10)]) + "\n")
+        _seg_list(out / "seg_digits", split, samples, ["background"] + [f"digit_{i}" for i in range(10)])
+    for split, (f, n) in lfw_split.items():
+        samples = _canvases(f, np.zeros(len(f), int), split_photos[split], count=seg_counts[split], size=192,
+                            per_image=(1, 3), sides=(36, 72), rng=rng, distractors=n, colour=False)
+        _seg_list(out / "seg_faces", split, samples, ["background", "face"])
     return out
 
 

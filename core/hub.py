@@ -131,7 +131,9 @@ def resolve_weights_digest(card: ModelCard) -> tuple[Path, str]:
         raise WeightsError(f"{card.name} has no registered weights; use pretrained=False or a local file path")
     path = cached_path(card.weights, card.name)
     if not path.exists():
-        logger.info("downloading %s weights from %s", card.name, card.weights.location)
+        url = card.weights.url
+        if not (is_offline() and url and not url.startswith("file:")):  # offline, download() says why it can't
+            logger.info("downloading %s weights from %s", card.name, card.weights.location)
         download(card.weights, path, card.name)
     return path, verify(path, card.weights, card.name)
 

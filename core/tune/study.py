@@ -305,6 +305,9 @@ def tune(recipe: str | Path, overrides: Sequence[str] = (), *, space: Sequence[s
     params = parse_space(space)
     cfg = load_config(recipe, list(overrides))
     check_space(params, cfg, recipe, overrides)
+    from oarkit.core.data.doctor import check_before_training
+
+    check_before_training(instantiate(cfg.data))  # once, before any trial: every trial trains on the same files
     metric = instantiate(cfg.task).build_metric()
     direction = "maximize" if metric.higher_is_better else "minimize"
     out = Path(out) if out is not None else Path(f"{cfg.output_dir}_tune")

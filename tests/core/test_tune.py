@@ -118,6 +118,26 @@ def test_a_space_the_recipe_cannot_take_is_refused_before_any_trial(space, extra
     assert not (tmp_path / "tune").exists()
 
 
+def test_the_dataset_doctor_runs_once_before_any_trial(tiny, tiny_root, tmp_path, monkeypatch):
+    import shutil
+
+    import oarkit.core.config
+    from oarkit.core.errors import DataCheckError
+    from oarkit.core.tune import tune
+
+    def no_trial(*args, **kwargs):
+        raise AssertionError("a trial started")
+
+    root = tmp_path / "broken"
+    shutil.copytree(tiny_root, root)
+    (root / "train" / "red" / "bad.png").write_bytes(b"not a png")
+    monkeypatch.setattr(oarkit.core.config, "build_trainer", no_trial)
+    with pytest.raises(DataCheckError, match="corrupt_image"):
+        overrides = [o for o in tiny if not o.startswith("data.root=")] + [f"data.root={root}"]
+        tune(RECIPE, overrides, space=["optimizer.lr=0.01:0.1"], trials=2, out=tmp_path / "tune")
+    assert not (tmp_path / "tune").exists()
+
+
 def test_the_command_line_reports_an_unknown_key_in_one_line(tiny, tmp_path, capsys):
     from oarkit.core.cli import main
 
