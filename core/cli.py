@@ -414,6 +414,26 @@ def build_parser() -> argparse.ArgumentParser:
                         "for a Paddle inference model whose re-parameterizable layers are folded (repeatable)")
     p.set_defaults(func=cmd_convert)
 
+    p = verbs.add_parser("serve", help="serve models over HTTP: the Open Inference Protocol (KServe v2) and a JSON "
+                                       "predict API, batched, with metrics")
+    p.add_argument("models", nargs="+", metavar="MODEL",
+                   help="run directories, model directories, export folders, pipeline folders or registry names")
+    p.add_argument("--host", default="127.0.0.1", help="the address to bind (default: 127.0.0.1, this machine only)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--name", help="the served name of the one MODEL (default: its folder's basename, or the "
+                                  "registry name with '/' as '_')")
+    p.add_argument("--max-batch-size", type=int, default=16, help="inputs per batch a model runs (default: 16)")
+    p.add_argument("--max-delay-ms", type=float, default=5.0,
+                   help="how long a batch waits for more requests (default: 5)")
+    p.add_argument("--max-queue", type=int, default=256,
+                   help="requests waiting per model before 503 + Retry-After (default: 256)")
+    p.add_argument("--max-body-mb", type=float, default=20.0, help="the largest request body; more is 413 "
+                                                                   "(default: 20)")
+    p.add_argument("--workers", type=int, default=1, help="server processes, each with every model (default: 1)")
+    p.add_argument("--api-key-env", metavar="VAR",
+                   help="require 'Authorization: Bearer <$VAR>' on every endpoint but health")
+    p.set_defaults(func=cmd_serve)
+
     from oarkit.core.kits import commands
 
     for command in commands().values():  # the kits' own verbs
@@ -444,6 +464,16 @@ def cmd_convert(args: argparse.Namespace) -> int:
                          **_parse_model_args(args.model_arg))
     print(f"wrote {out} (model.safetensors, meta.json, config.yaml): predict, eval and export take it as it is")
     return 0
+
+
+# ----------------------------------------------------------------------------- serve
+def cmd_serve(args: argparse.Namespace) -> int:
+    from oarkit.core.serve import ServeConfig, serve
+
+    return serve(ServeConfig(sources=tuple(args.models), name=args.name, host=args.host, port=args.port,
+                             max_batch_size=args.max_batch_size, max_delay_ms=args.max_delay_ms,
+                             max_queue=args.max_queue, max_body_mb=args.max_body_mb, workers=args.workers,
+                             api_key_env=args.api_key_env))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

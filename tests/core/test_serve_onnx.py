@@ -1,0 +1,89 @@
+"""``oarkit serve`` on an ONNX export folder: the OIP metadata of the graph's own tensors, ``infer`` equal to the
+artifact run in process, ``predict`` equal to the predictor on the export, and refused tensor requests.
+
+The tiny clas run (PP-LCNet x0.25, two epochs on 32x32 images) trains in about ten seconds and exports in about
+twenty.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("httpx")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from oarkit.core.cli import main  # noqa: E402
+from oarkit.core.serve import ServeConfig, create_app  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def onnx_export(tmp_path_factory) -> Path:
+    pytest.importorskip("oarkit.clas")
+    root = tmp_path_factory.mktemp("colours")
+    rng = np.random.default_rng(0)
+    for split, n in (("train", 4), ("val", 2)):
+        for name, colour in {"red": (200, 30, 30), "green": (30, 200, 30), "blue": (30, 30, 200)}.items():
+            (root / split / name).mkdir(parents=True)
+            for i in range(n):
+                image = np.clip(np.array(colour) + rng.normal(0, 20, (32, 32, 3)), 0, 255).astype(np.uint8)
+                cv2.imwrite(str(root / split / name / f"{i:03d}.png"), image)
+    run = tmp_path_factory.mktemp("serve") / "run"
+    assert main(["train", "-c", "clas/pp_lcnet_x0_5_digits_32x32", f"data.root={root}",
+                 "task.model.name=clas/pp_lcnet_x0_25", "trainer.max_epochs=2", "data.batch_size=4",
+                 "trainer.progress=false", "trainer.tensorboard=false", f"output_dir={run}"]) == 0
+    assert main(["export", str(run), "--format", "onnx"]) == 0
+    return run / "export" / "onnx"
+
+
+def test_oip_metadata_and_infer_run_the_graph(onnx_export):
+    from oarkit.core.deploy import DeployedModel
+
+    x = np.random.default_rng(0).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    with TestClient(create_app(ServeConfig(sources=(str(onnx_export),), name="lcnet"),
+                               background_load=False)) as client:
+        meta = client.get("/v2/models/lcnet").json()
+        assert meta == {"name": "lcnet", "versions": ["1"], "platform": "onnxruntime_onnx",
+                        "inputs": [{"name": "images", "datatype": "FP32", "shape": [-1, 3, 32, 32]}],
+                        "outputs": [{"name": "logits", "datatype": "FP32", "shape": [-1, 3]}]}
+        tensor = {"name": "images", "shape": [2, 3, 32, 32], "datatype": "FP32", "data": x.reshape(-1).tolist()}
+        answer = client.post("/v2/models/lcnet/infer", json={"id": "r1", "inputs": [tensor]})
+        assert answer.status_code == 200
+        body = answer.json()
+        assert body["id"] == "r1" and body["model_name"] == "lcnet"
+        (out,) = body["outputs"]
+        assert out["name"] == "logits" and out["datatype"] == "FP32" and out["shape"] == [2, 3]
+        want = DeployedModel(onnx_export).run_numpy(x)[0]
+        np.testing.assert_allclose(np.asarray(out["data"], np.float32).reshape(2, 3), want, rtol=1e-6, atol=1e-6)
+        refusals = [
+            ({"inputs": []}, "OIP inference request"),
+            ({"inputs": [dict(tensor, name="pixels")]}, "not an input of this model"),
+            ({"inputs": [dict(tensor, datatype="FLOAT")]}, "not a tensor datatype"),
+            ({"inputs": [dict(tensor, shape=[2, 3, 32])]}, "shape [2, 3, 32] takes 192"),
+            ({"inputs": [dict(tensor, shape=[1, 3, 31, 32], data=x.reshape(-1)[:2976].tolist())]}, "axis 2 is 31"),
+            ({"inputs": [dict(tensor, data=["a"] * 6144)]}, "not a list of FP32 numbers"),
+            ({"inputs": [tensor], "outputs": [{"name": "probs"}]}, "not outputs of model"),
+            ({"inputs": [{"name": "images"}]}, "name, shape, datatype and data"),
+        ]
+        for request, fragment in refusals:
+            refused = client.post("/v2/models/lcnet/infer", json=request)
+            assert refused.status_code == 400 and fragment in refused.json()["error"], (request.keys(), refused.text)
+
+
+def test_predict_on_the_export_answers_what_its_predictor_answers(onnx_export):
+    from oarkit.clas import Classifier
+
+    rng = np.random.default_rng(3)
+    arrays = [rng.integers(0, 256, (20 + 10 * i, 30, 3), dtype=np.uint8) for i in range(3)]
+    files = [("file", (f"{i}.png", cv2.imencode(".png", cv2.cvtColor(a, cv2.COLOR_RGB2BGR))[1].tobytes(),
+                       "image/png")) for i, a in enumerate(arrays)]
+    with TestClient(create_app(ServeConfig(sources=(str(onnx_export),)), background_load=False)) as client:
+        (entry,) = client.get("/v1/models").json()["models"]
+        assert entry["name"] == "onnx" and entry["format"] == "onnx" and entry["task"] == "clas"
+        answer = client.post("/v1/models/onnx/predict", files=files, data={"topk": "2"})
+    assert answer.json() == {"results": [r.to_dict() for r in Classifier(str(onnx_export), topk=2)(arrays)]}
