@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from own_data_nlp_sets import RUNS_NLP, baseline_nlp, build_nlp  # noqa: E402
+from own_data_ocr_sets import RUNS_OCR, build_ocr  # noqa: E402
 from own_data_sets import build  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +34,8 @@ RUNS = {  # set -> (recipe, extra overrides, the metric reported)
     "det_faces": ("configs/det/ppyoloe_plus_crn_s_own_data.yaml", [], "map50"),
     "seg_digits": ("configs/seg/pp_liteseg_stdc1_own_data.yaml", [], "miou"),
     "seg_faces": ("configs/seg/pp_liteseg_stdc1_own_data.yaml", [], "miou"),
+    **RUNS_OCR,
+    **RUNS_NLP,
 }
 
 
@@ -99,12 +103,17 @@ def main() -> None:
     args = parser.parse_args()
     data, out = ROOT / args.data, ROOT / args.out
     build(data)
+    build_ocr(data)
+    if any(name.startswith("nlp_") for name in args.only):
+        build_nlp(data)  # Debian's fortunes: apt-get install fortunes
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for name in args.only:
         row = train(name, args.minutes, data, out)
         if name.startswith("clas_"):
             row.update(baselines(data / name))
+        elif name.startswith("nlp_"):
+            row.update(baseline_nlp(data / name))
         rows.append(row)
         print(json.dumps(row))
     (out / "results.json").write_text(json.dumps(rows, indent=1))

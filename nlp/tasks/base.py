@@ -1,8 +1,9 @@
 """What every text task shares: the model and its tokenizer, meta.json, collate, export and layer-wise LR decay.
 
 A text task builds a registry model with a task head (``head=`` of :mod:`oarkit.nlp.models.builder`), finds the
-tokenizer that belongs to its weights (an explicit ``tokenizer`` path, else the ``pretrained`` directory, else the
-registered hub repository), hands it to the data module and writes it into every run directory's meta.json, so
+tokenizer that belongs to its weights (an explicit ``tokenizer`` path, else the ``pretrained`` directory, else for
+``pretrained=True`` / ``"auto"`` the directory of a package that ships the registered weights, else their hub
+repository), hands it to the data module and writes it into every run directory's meta.json, so
 predictors rebuild the exact preprocessing from the run directory alone.
 """
 
@@ -20,12 +21,13 @@ from torch import nn
 from oarkit.core.engine.deploy_spec import DeploySpec, Dim, InputSpec
 from oarkit.core.engine.task import Task
 from oarkit.core.errors import ConfigError
-from oarkit.core.registry import factory_name, model_factory, model_info
+from oarkit.core.registry import AUTO, factory_name, model_factory, model_info
 from oarkit.nlp.data.collate import PadCollator, model_inputs
 from oarkit.nlp.data.module import TextDataModule
 from oarkit.nlp.deploy import DeployedTextModel, FlatOutputs
 from oarkit.nlp.layer_decay import layerwise_lr_groups
 from oarkit.nlp.models.builder import encoder_of
+from oarkit.nlp.models.packaged import weights_directory
 from oarkit.nlp.tokenizer import load_tokenizer, tokenizer_from_spec, tokenizer_spec
 
 logger = logging.getLogger(__name__)
@@ -40,7 +42,8 @@ class TransformerTask(Task):
     Args:
         model: a registry name (``nlp/ernie_3_0_medium_zh``) or a factory taking ``num_classes`` (a ``_partial_``
             ``oarkit.core.create_model`` node in configs, where ``pretrained`` and config overrides also go).
-        pretrained: for a registry name: ``True`` for the registered weights, or a local model directory / file.
+        pretrained: for a registry name: ``True`` for the registered weights, ``"auto"`` for them when they are
+            here (else from scratch), or a local model directory / file.
         tokenizer: a tokenizer directory or ``tokenizer.json`` (default: the pretrained directory's).
         layerwise_lr_decay: per-layer learning-rate factor below the head (1: off); see :mod:`oarkit.nlp.layer_decay`.
     """
@@ -90,13 +93,24 @@ class TransformerTask(Task):
         pretrained = self.pretrained
         if self.tokenizer_source:
             return load_tokenizer(self.tokenizer_source)
-        if isinstance(pretrained, (str, Path)) and str(pretrained):
+        registered = pretrained is True or pretrained == AUTO
+        if isinstance(pretrained, (str, Path)) and str(pretrained) and not registered:
             return load_tokenizer(pretrained)
         name = self.model_name
-        if pretrained is True and name:
+        if registered and name:
             card = model_info(name)
+            folder = weights_directory(card)  # a package that ships the weights with their tokenizer
+            if folder is not None:
+                return load_tokenizer(folder)
             if card.weights and card.weights.hub_id:
-                return load_tokenizer(card.weights.hub_id)
+                try:
+                    return load_tokenizer(card.weights.hub_id)
+                except ConfigError as err:
+                    if pretrained is True:
+                        raise
+                    raise ConfigError(f"task.model.pretrained=auto: {name}'s weights and tokenizer are not here "
+                                      f"({str(err).splitlines()[0]}); training from scratch still needs a "
+                                      f"tokenizer: set task.tokenizer=DIR; {MINILM_HINT}") from err
         raise ConfigError(f"the {self.name} task needs a tokenizer for {name or 'its model'}: set "
                           "task.model.pretrained=DIR (a Hugging Face model directory with its tokenizer) or "
                           f"task.tokenizer=DIR (one trained with tools/train_tokenizer.py); {MINILM_HINT}")

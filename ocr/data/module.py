@@ -11,6 +11,7 @@ from typing import Any
 from torch.utils.data import Dataset, Sampler
 
 from oarkit.core.data import GroupedBatchSampler
+from oarkit.core.data.auto_size import AUTO, typical_side
 from oarkit.core.data.doctor import DataInventory
 from oarkit.core.engine.task import DataModule
 from oarkit.core.errors import ConfigError, DataError, did_you_mean
@@ -73,7 +74,8 @@ class OCRDetData(_OCRData):
         format: ``paddleocr`` (label files ``path\\t[{"transcription", "points"}]``), ``icdar2015`` (its image and
             ground-truth folders) or ``ppocrlabel`` (folders each holding PPOCRLabel's ``Label.txt``).
         train_list, val_list: label files (``paddleocr``) or image folders (``ppocrlabel``), relative to ``root``.
-        crop_size: training crop ``[height, width]`` (PaddleOCR: 640).
+        crop_size: training crop ``[height, width]`` (PaddleOCR: 640); ``"auto"``: a square of the training
+            pages' median shorter side (a multiple of 32, 160 to 640), for sets of small pages.
         limit_side_len, limit_type: evaluation resize (long side at most / short side at least).
         mean, std, bgr: normalisation (default: the model's, offered by the task; else ImageNet on BGR).
         scale, rotate, hflip, color: training augmentation.
@@ -83,7 +85,7 @@ class OCRDetData(_OCRData):
     """
 
     def __init__(self, *, root: str, format: str = "paddleocr", train_list: str = "train.txt",
-                 val_list: str = "val.txt", crop_size: int | Sequence[int] = 640, limit_side_len: int = 960,
+                 val_list: str = "val.txt", crop_size: int | str | Sequence[int] = 640, limit_side_len: int = 960,
                  limit_type: str = "max", mean: Sequence[float] | None = None, std: Sequence[float] | None = None,
                  bgr: bool = True, scale: Sequence[float] = (0.5, 3.0), rotate: float = 10.0, hflip: float = 0.5,
                  color: float = 0.3, batch_size: int = 8, eval_batch_size: int | None = 1, num_workers: int = 0,
@@ -94,9 +96,13 @@ class OCRDetData(_OCRData):
                               f"{did_you_mean(format, DET_FORMATS)}")
         if limit_type not in ("max", "min"):
             raise ConfigError(f"data.limit_type={limit_type!r} must be 'max' or 'min'")
-        crop = [int(crop_size)] * 2 if isinstance(crop_size, int) else [int(v) for v in crop_size]
+        if isinstance(crop_size, str) and crop_size != AUTO:
+            raise ConfigError(f"data.crop_size={crop_size!r} must be one or two multiples of 32, or auto")
+        self._auto_crop = crop_size == AUTO
+        crop = [640, 640] if self._auto_crop else (
+            [int(crop_size)] * 2 if isinstance(crop_size, int) else [int(v) for v in crop_size])
         if len(crop) != 2 or any(v < 32 or v % 32 for v in crop):
-            raise ConfigError(f"data.crop_size={crop_size!r} must be one or two multiples of 32")
+            raise ConfigError(f"data.crop_size={crop_size!r} must be one or two multiples of 32, or auto")
         self.format, self.train_list, self.val_list = format, train_list, val_list
         self.preprocess = DetPreprocess(limit_side_len=int(limit_side_len), limit_type=limit_type, crop_size=crop,
                                         bgr=bool(bgr))
@@ -108,7 +114,8 @@ class OCRDetData(_OCRData):
         self.augment = DetAugment(scale=tuple(scale), rotate=float(rotate), hflip=float(hflip), color=float(color))
 
     def configure(self, *, mean: Sequence[float] | None = None, std: Sequence[float] | None = None) -> None:
-        """Offer the model's normalisation; settings the user gave win."""
+        """Offer the model's normalisation; settings the user gave win. Fits ``crop_size: auto``."""
+        self._fit_crop()
         if mean is not None and self._user_norm["mean"] is None:
             self.preprocess.mean = list(mean)
         if std is not None and self._user_norm["std"] is None:
@@ -134,7 +141,16 @@ class OCRDetData(_OCRData):
         """What the dataset doctor examines of ``split``; ``None`` when it does not exist."""
         return det_inventory(self, split)
 
+    def _fit_crop(self) -> None:
+        """``crop_size: auto``: a square crop of the training pages' median shorter side, measured once."""
+        if not self._auto_crop:
+            return
+        side = typical_side([path for path, _ in self.samples("train")], low=160, high=640, what="data.crop_size")
+        self.preprocess.crop_size = [side, side]
+        self._auto_crop = False
+
     def dataset(self, split: str) -> DetDataset:
+        self._fit_crop()
         return DetDataset(self.samples(split), self.preprocess, train=split == "train", augment=self.augment,
                           seed=self.seed)
 

@@ -2,9 +2,9 @@
 
 Each image holds two to four flat circles, squares and triangles of random size, rotation and position (later
 ones occluding earlier ones) on a textured background of muted colours (smooth colour noise, stripes, grain).
-Each class draws its colour from its own hue range (circles red to orange, squares green, triangles blue) with
-random saturation and brightness: a colour cue beside the shape, so that a model trained from scratch on two
-CPU cores gets there in minutes. The files are those of any PaddleSeg dataset::
+Every shape draws its colour at random (any hue, random saturation and brightness) whatever its class: the
+classes differ by shape alone, as they do in a user's data, so that a model must learn shapes, not colours.
+The files are those of any PaddleSeg dataset::
 
     root/images/{train,val}/00000.jpg   RGB images
     root/labels/{train,val}/00000.png   class indices: 0 background, 1 circle, 2 square, 3 triangle
@@ -28,8 +28,6 @@ from oarkit.core.data.generated import is_generated, mark_generated
 logger = logging.getLogger(__name__)
 
 CLASSES = ("background", "circle", "square", "triangle")
-#: hue range (degrees) of each shape class: a colour cue beside the shape, so the demo converges in minutes
-HUES = {1: (0, 40), 2: (90, 150), 3: (200, 260)}
 MARKER = ".oarkit_shapes.json"
 
 
@@ -67,8 +65,7 @@ def draw_sample(rng: np.random.Generator, size: int = 256) -> tuple[np.ndarray, 
             scale = 1.0 if CLASSES[cls] == "triangle" else 0.9
             cv2.fillPoly(mask, [_polygon(CLASSES[cls], cx, cy, r * scale * 1.3, rng.uniform(0, 2 * np.pi))], 1)
         inside = mask.astype(bool)
-        lo, hi = HUES[cls]
-        hsv = np.uint8([[[rng.uniform(lo, hi) / 2, rng.uniform(150, 255), rng.uniform(110, 255)]]])
+        hsv = np.uint8([[[rng.uniform(0, 180), rng.uniform(150, 255), rng.uniform(110, 255)]]])  # any hue
         colour = cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB)[0, 0].astype(np.float32)
         shade = rng.normal(0, 2, (size, size, 1)) + np.linspace(-15, 15, size)[None, :, None] * rng.uniform(-1, 1)
         image[inside] = (colour + shade)[inside]
@@ -91,7 +88,8 @@ def prepare_shapes(root: str | os.PathLike, num_train: int = 400, num_val: int =
         raise ValueError(f"prepare_shapes needs size >= 32 and at least one image per split, got size={size}, "
                          f"num_train={num_train}, num_val={num_val}")
     root = Path(root)
-    expected = {"num_train": num_train, "num_val": num_val, "size": size, "seed": seed, "classes": list(CLASSES)}
+    expected = {"num_train": num_train, "num_val": num_val, "size": size, "seed": seed, "classes": list(CLASSES),
+                "colours": "any hue"}  # sets written when each class had its own hue range are rewritten
     if is_generated(root, MARKER, expected):
         return root
     logger.info("Writing %d + %d synthetic shape images (%dx%d) to %s", num_train, num_val, size, size, root)
