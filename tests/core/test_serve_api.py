@@ -27,24 +27,9 @@ from oarkit.core.serve import ServeConfig, create_app  # noqa: E402
 COLOURS = {"red": (200, 30, 30), "green": (30, 200, 30), "blue": (30, 30, 200)}
 
 
-@pytest.fixture(scope="module")
-def clas_run(tmp_path_factory) -> Path:
-    pytest.importorskip("oarkit.clas")
-    from oarkit.core.cli import main
-
-    root = tmp_path_factory.mktemp("colours")
-    rng = np.random.default_rng(0)
-    for split, n in (("train", 4), ("val", 2)):
-        for name, colour in COLOURS.items():
-            (root / split / name).mkdir(parents=True)
-            for i in range(n):
-                image = np.clip(np.array(colour) + rng.normal(0, 20, (32, 32, 3)), 0, 255).astype(np.uint8)
-                cv2.imwrite(str(root / split / name / f"{i:03d}.png"), image)
-    run = tmp_path_factory.mktemp("serve") / "colours_run"
-    assert main(["train", "-c", "clas/pp_lcnet_x0_5_digits_32x32", f"data.root={root}",
-                 "task.model.name=clas/pp_lcnet_x0_25", "trainer.max_epochs=2", "data.batch_size=4",
-                 "trainer.progress=false", "trainer.tensorboard=false", f"output_dir={run}"]) == 0
-    return run
+@pytest.fixture
+def clas_run(colour_clas_run) -> Path:
+    return colour_clas_run
 
 
 @pytest.fixture(scope="module")
