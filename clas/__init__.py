@@ -12,6 +12,7 @@ from oarkit.clas.data import ClassificationData, prepare_digits
 from oarkit.clas.export import export_source
 from oarkit.clas.losses import CrossEntropyLoss, SoftTargetCrossEntropy
 from oarkit.clas.metrics import ClassificationMetric
+from oarkit.clas.paddlex_route import PADDLEX_ROUTE
 from oarkit.clas.predictor import ClassificationResult, Classifier
 from oarkit.clas.task import ClassificationTask
 from oarkit.core.data.images import IMAGE_SUFFIXES
@@ -31,7 +32,7 @@ register_task(TaskEntry(
     task_id="clas", task_class=ClassificationTask, predictor=Classifier, predict_options=("topk",),
     export_source=export_source, datasets=DATASETS, card_metric="imagenet_top1",
     pictures=("confusion_matrix.png", "eval_val/confusion_matrix.png"), input_suffixes=IMAGE_SUFFIXES,
-    summary=_summary,
+    summary=_summary, paddlex=PADDLEX_ROUTE,
 ))
 
 __all__ = [

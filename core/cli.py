@@ -432,6 +432,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="server processes, each with every model (default: 1)")
     p.add_argument("--api-key-env", metavar="VAR",
                    help="require 'Authorization: Bearer <$VAR>' on every endpoint but health")
+    p.add_argument("--ray", action="store_true",
+                   help="run as a Ray Serve deployment: on the cluster $RAY_ADDRESS names, else a local Ray "
+                        "(needs oarkit[serve-ray])")
+    p.add_argument("--replicas", type=int, default=1,
+                   help="Ray Serve replicas with --ray, each with every model and its own batching (default: 1)")
     p.set_defaults(func=cmd_serve)
 
     from oarkit.core.kits import commands
@@ -473,7 +478,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(ServeConfig(sources=tuple(args.models), name=args.name, host=args.host, port=args.port,
                              max_batch_size=args.max_batch_size, max_delay_ms=args.max_delay_ms,
                              max_queue=args.max_queue, max_body_mb=args.max_body_mb, workers=args.workers,
-                             api_key_env=args.api_key_env))
+                             api_key_env=args.api_key_env, ray=args.ray, replicas=args.replicas))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,6 +24,42 @@ _loaded = False
 
 
 @dataclass(frozen=True)
+class PaddleXRoute:
+    """How a task answers PaddleX's basic-serving route of its kind, so that a PaddleX client works unchanged
+    against ``oarkit serve`` (which wraps ``result`` in PaddleX's ``logId`` / ``errorCode`` / ``errorMsg``).
+
+    Attributes:
+        path: the route (``/image-classification``, ``/ocr``).
+        image_field: the request key that holds the base64 image (``image``; ``file`` for ``/ocr``).
+        params: PaddleX's request body without the image -> the predictor's request params (``{"topk": 5}``);
+            raises ``ValueError`` naming a setting it cannot honour.
+        result: one image's predictor result and the RGB image -> PaddleX's ``result`` object.
+    """
+
+    path: str
+    image_field: str
+    params: Callable[[dict[str, Any]], dict[str, Any]]
+    result: Callable[[Any, Any], dict[str, Any]]
+
+
+def paddlex_params(body: dict[str, Any], taken: dict[str, str], ignored: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A PaddleX request's settings as predictor params: ``taken`` maps PaddleX's names to the predictor's
+    (``{"topk": "topk"}``); ``ignored`` ones change only what PaddleX would draw (``visualize``).
+
+    Raises:
+        ValueError: a setting given (not null, not false) that the predictor cannot honour, named.
+    """
+    params = {taken[k]: v for k, v in body.items() if k in taken and v is not None}
+    refused = sorted(k for k, v in body.items() if k not in taken and k not in ignored and v not in (None, False))
+    if refused:
+        honoured = ", ".join(sorted(taken)) or "none"
+        raise ValueError(f"{', '.join(refused)} {'is' if len(refused) == 1 else 'are'} not supported by this "
+                         f"route of oarkit serve (settings it takes: {honoured}); leave "
+                         f"{'it' if len(refused) == 1 else 'them'} out")
+    return params
+
+
+@dataclass(frozen=True)
 class TaskEntry:
     """What one task id offers the generic tools (the command line, ``evaluate_run``, export).
 
@@ -46,6 +82,9 @@ class TaskEntry:
             inputs are taken as they are (texts).
         summary: ``meta -> {label: value}``: lines of the task's own for ``oarkit summary``, from the best
             checkpoint's meta.json.
+        pipeline_name: a MODEL name that stands for the task's default predictor, built with no weights given
+            (``ocr``: ``OCR()``'s default pipeline), taken where no folder of that name exists; empty for none.
+        paddlex: the PaddleX serving route the task answers under ``oarkit serve``; ``None`` for none.
     """
 
     task_id: str
@@ -58,6 +97,8 @@ class TaskEntry:
     pictures: tuple[str, ...] = ()
     input_suffixes: tuple[str, ...] = ()
     summary: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    pipeline_name: str = ""
+    paddlex: PaddleXRoute | None = None
 
     @property
     def kit(self) -> str:
@@ -99,6 +140,10 @@ def register_task(entry: TaskEntry) -> TaskEntry:
         raise OarkitError(f"task id {entry.task_id!r} is already registered")
     if entry.kit not in KITS:
         raise OarkitError(f"task id {entry.task_id!r} must start with a kit name, one of {KITS}")
+    owner = next((e.task_id for e in _ENTRIES.values() if entry.pipeline_name and e.task_id != entry.task_id
+                  and e.pipeline_name == entry.pipeline_name), None)
+    if owner:
+        raise OarkitError(f"pipeline name {entry.pipeline_name!r} is already the task id {owner!r}'s")
     _ENTRIES[entry.task_id] = entry
     return entry
 
@@ -147,6 +192,27 @@ def task_entry(task_id: str) -> TaskEntry:
                       f"Known: {', '.join(sorted(_ENTRIES))}")
 
 
+def pipeline_task_id(source: str | Path) -> str | None:
+    """The task id whose default pipeline ``source`` names (``ocr``), or ``None``: a folder of that name that
+    holds a model (a run, model, export or pipeline folder) is that model, not the pipeline name."""
+    load_all()
+    task_id = next((e.task_id for e in _ENTRIES.values() if e.pipeline_name and e.pipeline_name == str(source)),
+                   None)
+    if task_id is None or not Path(source).exists():
+        return task_id
+    from oarkit.core.deploy.manifest import is_export_dir
+    from oarkit.core.deploy.pipeline import is_pipeline_dir
+    from oarkit.core.engine.checkpoint import find_model_dir
+
+    if is_pipeline_dir(source) or is_export_dir(source):
+        return None
+    try:
+        find_model_dir(source)
+    except OarkitError:
+        return task_id
+    return None
+
+
 def normalize_task_id(meta: dict[str, Any]) -> str:
     """The task id of a meta.json or deploy manifest, including those written before task ids existed
     (``{"task": "nlp", "nlp_task": "text_classification"}``; a manifest's ``preprocessing.task``)."""
@@ -163,7 +229,8 @@ def source_task_id(source: str | Path) -> tuple[str, str]:
 
     Args:
         source: an export folder (its ``deploy.yaml``), a pipeline folder (its ``pipeline.yaml``), a run or
-            model directory (its ``meta.json``) or a registry name (its model card).
+            model directory (its ``meta.json``), a registry name (its model card) or a task's pipeline name
+            (``ocr``: :attr:`TaskEntry.pipeline_name`).
 
     Returns:
         ``(task_id, where)``; ``where`` names the file or card, for messages.
@@ -175,6 +242,9 @@ def source_task_id(source: str | Path) -> tuple[str, str]:
     from oarkit.core.deploy.pipeline import PIPELINE_FILE, is_pipeline_dir, read_pipeline
 
     path = Path(source)
+    pipeline = pipeline_task_id(source)
+    if pipeline:
+        return pipeline, f"the default {source} pipeline"
     if is_pipeline_dir(path):
         return read_pipeline(path).task, str(path / PIPELINE_FILE)
     if is_export_dir(path):

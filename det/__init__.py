@@ -22,6 +22,7 @@ from oarkit.det.data import (
 from oarkit.det.data.document import prepare_document_page
 from oarkit.det.export import export_source
 from oarkit.det.metrics import COCOMetric, VOCMetric
+from oarkit.det.paddlex_route import PADDLEX_ROUTE
 from oarkit.det.postprocess import NMSConfig, multiclass_nms
 from oarkit.det.predictor import DetectionResult, Detector
 from oarkit.det.task import DetectionTask
@@ -32,6 +33,7 @@ DATASETS = {"shapes_det": prepare_det_shapes, "document_page": prepare_document_
 register_task(TaskEntry(
     task_id="det", task_class=DetectionTask, predictor=Detector, export_source=export_source, datasets=DATASETS,
     card_metric="coco_map", pictures=("pr_curve.png", "eval_val/pr_curve.png"), input_suffixes=IMAGE_SUFFIXES,
+    paddlex=PADDLEX_ROUTE,
 ))
 register_command(DET_COMMAND)
 

@@ -19,6 +19,7 @@ from oarkit.ocr.data import OCRClsData, OCRDetData, OCRRecData
 from oarkit.ocr.export import PIPELINE_TASK_ID, export_pipeline, export_source
 from oarkit.ocr.losses import CTCLoss, DBLoss
 from oarkit.ocr.metrics import ClsMetric, DetMetric, RecMetric, character_error_rate, edit_distance
+from oarkit.ocr.paddlex_route import PADDLEX_ROUTE
 from oarkit.ocr.pipeline import OCR, OCRLine, OCRResult
 from oarkit.ocr.postprocess import DBPostProcess, ctc_greedy_decode
 from oarkit.ocr.render import render_line, render_page, write_det_set, write_rec_set
@@ -39,9 +40,11 @@ for _task_id, _task, _metric in (("ocr/det", TextDetectionTask, "*hmean*"), ("oc
                                  ("ocr/cls", TextOrientationTask, "top1")):
     register_task(TaskEntry(task_id=_task_id, task_class=_task, predictor=_predictor, export_source=export_source,
                             datasets=DATASETS if _task_id == "ocr/det" else {}, card_metric=_metric,
-                            input_suffixes=IMAGE_SUFFIXES))
+                            input_suffixes=IMAGE_SUFFIXES, paddlex=PADDLEX_ROUTE))
 # the whole pipeline (export_pipeline's pipeline.yaml): predicted with, never trained nor exported again
-register_task(TaskEntry(task_id=PIPELINE_TASK_ID, task_class=None, predictor=_predictor, input_suffixes=IMAGE_SUFFIXES))
+# `oarkit predict ocr IMAGE` / `oarkit serve ocr`: the name stands for OCR()'s default pipeline
+register_task(TaskEntry(task_id=PIPELINE_TASK_ID, task_class=None, predictor=_predictor, input_suffixes=IMAGE_SUFFIXES,
+                        pipeline_name=PIPELINE_TASK_ID, paddlex=PADDLEX_ROUTE))
 register_command(OCR_COMMAND)
 
 __all__ = [

@@ -16,6 +16,7 @@ from oarkit.seg.export import export_source
 from oarkit.seg.inference import InferenceConfig, infer, slide_inference
 from oarkit.seg.losses import BCELoss, CrossEntropyLoss, DiceLoss, LovaszSoftmaxLoss, MixedLoss, OhemCrossEntropyLoss
 from oarkit.seg.metrics import SegmentationMetric
+from oarkit.seg.paddlex_route import PADDLEX_ROUTE
 from oarkit.seg.predictor import SegmentationResult, Segmenter
 from oarkit.seg.task import SegmentationExport, SegmentationTask
 
@@ -35,7 +36,7 @@ def _summary(meta: dict[str, Any]) -> dict[str, Any]:
 register_task(TaskEntry(
     task_id="seg", task_class=SegmentationTask, predictor=Segmenter, export_source=export_source, datasets=DATASETS,
     card_metric="*_miou", pictures=("confusion_matrix.png", "eval_val/confusion_matrix.png"),
-    input_suffixes=IMAGE_SUFFIXES, summary=_summary,
+    input_suffixes=IMAGE_SUFFIXES, summary=_summary, paddlex=PADDLEX_ROUTE,
 ))
 
 __all__ = [

@@ -6,9 +6,12 @@ Paths (fixed: clients and checks depend on them):
   ``GET /v2/models/{name}`` (metadata), ``GET /v2/models/{name}/ready``, ``POST /v2/models/{name}/infer``;
 - ``GET /v1/models``, ``POST /v1/models/{name}/predict`` (``{"results": [...]}``, each the predictor's
   ``to_dict()``);
-- ``GET /metrics`` (Prometheus text), ``GET /docs`` (OpenAPI).
+- ``GET /metrics`` (Prometheus text), ``GET /docs`` (OpenAPI);
+- PaddleX's ``POST /ocr``, ``/image-classification``, ``/object-detection``, ``/semantic-segmentation`` for the
+  served models of those tasks, in PaddleX's envelope (:mod:`oarkit.core.serve.paddlex`).
 
-Every refusal is a JSON ``{"error": "..."}`` naming the problem; bad input is a 4xx, never a 5xx.
+Every refusal is a JSON ``{"error": "..."}`` naming the problem (PaddleX's envelope on its routes); bad input is a
+4xx, never a 5xx.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from oarkit.core.serve.config import CONFIG_ENV, ServeConfig
 from oarkit.core.serve.errors import RequestError
 from oarkit.core.serve.model_set import ModelSet
 from oarkit.core.serve.observe import PROMETHEUS_CONTENT_TYPE, RequestLog, ServeMetrics
+from oarkit.core.serve.paddlex import add_paddlex_routes
 from oarkit.core.serve.payload import read_predict_request
 from oarkit.core.serve.security import ApiKeyGuard, BodyLimit
 
@@ -159,13 +163,15 @@ def create_app(config: ServeConfig, *, background_load: bool = True) -> FastAPI:
         inputs, params = await read_predict_request(request, model)
         key = model.params_key(params)
         try:
-            results, size = await models.batchers[name].submit(inputs, key)
+            results, size = await models.batchers[name].submit(inputs, (key, "dict"))
         except (RequestError, QueueFull, BatcherStopped):
             raise
         except OarkitError as err:  # the predictor refused the input (a DataError, a ConfigError)
             raise RequestError(str(err)) from err
         request.state.batch_size = size
         return {"results": results}
+
+    add_paddlex_routes(app, models)  # POST /ocr, /image-classification, ... for the served models' tasks
 
     @app.get("/metrics", tags=["metrics"])
     async def prometheus() -> Response:

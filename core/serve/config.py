@@ -27,6 +27,8 @@ class ServeConfig:
         max_queue: requests waiting per model before new ones are refused with 503.
         max_body_mb: the largest request body; a larger one is refused with 413 before it is read whole.
         workers: uvicorn worker processes (each loads every model).
+        ray: run the app as a Ray Serve deployment (on ``$RAY_ADDRESS``'s cluster, else a local Ray).
+        replicas: Ray Serve replicas, each a process with every model and its own batching (needs ``ray``).
         api_key_env: the environment variable holding the Bearer token every endpoint but health requires.
         device: the predictors' device.
     """
@@ -42,6 +44,8 @@ class ServeConfig:
     workers: int = 1
     api_key_env: str | None = None
     device: str = "cpu"
+    ray: bool = False
+    replicas: int = 1
 
     def __post_init__(self) -> None:
         if not self.sources:
@@ -49,12 +53,18 @@ class ServeConfig:
         if self.name is not None and len(self.sources) != 1:
             raise ConfigError(f"--name names one model, but {len(self.sources)} are served; leave --name out "
                               "(each model is named after its folder or registry name) or serve one model")
-        for key, low in (("max_batch_size", 1), ("max_queue", 1), ("workers", 1), ("port", 0)):
+        for key, low in (("max_batch_size", 1), ("max_queue", 1), ("workers", 1), ("replicas", 1), ("port", 0)):
             if int(getattr(self, key)) < low:
                 raise ConfigError(f"--{key.replace('_', '-')} must be at least {low}, got {getattr(self, key)}")
         for key in ("max_delay_ms", "max_body_mb"):
             if float(getattr(self, key)) < 0 or (key == "max_body_mb" and not float(self.max_body_mb)):
                 raise ConfigError(f"--{key.replace('_', '-')} must be positive, got {getattr(self, key)}")
+        if self.replicas > 1 and not self.ray:
+            raise ConfigError(f"--replicas {self.replicas} needs --ray (Ray Serve replicas); without Ray, use "
+                              f"--workers {self.replicas} for that many uvicorn processes on this machine")
+        if self.ray and self.workers > 1:
+            raise ConfigError(f"--workers {self.workers} is uvicorn's; with --ray, scale with --replicas "
+                              f"{self.workers} instead (each replica is a Ray Serve process)")
 
     @property
     def max_body_bytes(self) -> int:

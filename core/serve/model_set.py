@@ -105,4 +105,5 @@ class ModelSet:
                 for name in self.names}
 
     def _runner(self, name: str) -> Any:
-        return lambda inputs, key: self.models[name].predict(inputs, key)
+        # a batch key is (params key, answer form): requests share a batch only when both match
+        return lambda inputs, key: self.models[name].predict(inputs, *key)

@@ -125,6 +125,7 @@ class ServedModel:
     _variants: collections.OrderedDict = field(default_factory=collections.OrderedDict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _artifact: Any = field(default=None, repr=False)  # the export's DeployedModel, opened by the first OIP infer
+    paddlex: Any = field(default=None, repr=False)  # the task's PaddleXRoute, when it answers one
 
     def info(self) -> dict[str, Any]:
         """The model's entry in ``GET /v1/models``."""
@@ -171,12 +172,15 @@ class ServedModel:
                 self._variants.popitem(last=False)
         return variant
 
-    def predict(self, inputs: list[Any], key: Hashable = ()) -> list[dict[str, Any]]:
-        """Each input's result as its ``to_dict()`` (what ``oarkit predict`` prints); runs in a worker thread.
+    def predict(self, inputs: list[Any], key: Hashable = (), form: str = "dict") -> list[dict[str, Any]]:
+        """Each input's result as its ``to_dict()`` (what ``oarkit predict`` prints), or with ``form="paddlex"``
+        as PaddleX's ``result`` object; runs in a worker thread.
 
         Inputs of different kinds (texts and text pairs, from one request or from batch-mates) run as separate
         calls, since a predictor may take a list of one kind only.
         """
+        if form == "paddlex" and self.paddlex is None:
+            raise RequestError(f"model {self.name!r} ({self.task}) answers no PaddleX route")
         predictor = self.variant(key)
         groups: dict[type, list[int]] = {}
         for i, item in enumerate(inputs):
@@ -184,7 +188,7 @@ class ServedModel:
         out: list[dict[str, Any] | None] = [None] * len(inputs)
         for indices in groups.values():
             for i, result in zip(indices, predictor([inputs[i] for i in indices]), strict=True):
-                out[i] = result.to_dict()
+                out[i] = result.to_dict() if form == "dict" else self.paddlex.result(result, inputs[i])
         return out  # type: ignore[return-value]
 
     def warm_up(self) -> None:
@@ -220,7 +224,7 @@ def load_model(source: str, *, name: str | None = None, device: str = "cpu", war
     model = ServedModel(name=served, source=str(source), task=entry.task_id,
                         modality="image" if entry.input_suffixes else "text", format=source_format(source),
                         predictor=predictor, labels=[str(x) for x in getattr(predictor, "labels", None) or []],
-                        params=_param_names(predictor))
+                        params=_param_names(predictor), paddlex=entry.paddlex)
     if warm_up:
         model.warm_up()
     model.load_seconds = time.perf_counter() - started

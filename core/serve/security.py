@@ -15,9 +15,17 @@ from typing import Any
 HEALTH_PREFIX = "/v2/health/"
 
 
-async def send_error(send: Any, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-    """Answer ``{"error": message}`` with ``status`` straight from middleware."""
-    body = json.dumps({"error": message}).encode()
+async def send_error(send: Any, status: int, message: str, headers: dict[str, str] | None = None,
+                     scope: dict[str, Any] | None = None) -> None:
+    """Answer ``{"error": message}`` with ``status`` straight from middleware (PaddleX's envelope on a PaddleX
+    route of the app in ``scope``)."""
+    app = (scope or {}).get("app")
+    if scope is not None and scope.get("path") in getattr(getattr(app, "state", None), "paddlex_paths", ()):
+        from oarkit.core.serve.paddlex import envelope
+
+        body = json.dumps(envelope(status, message)).encode()
+    else:
+        body = json.dumps({"error": message}).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": raw})
@@ -39,7 +47,7 @@ class ApiKeyGuard:
             reason = "no Authorization header" if not given else "a wrong API key"
             await send_error(send, 401, f"this server requires an API key ({reason}); send 'Authorization: "
                                         "Bearer <key>' with the key the server's --api-key-env variable holds",
-                             {"WWW-Authenticate": "Bearer"})
+                             {"WWW-Authenticate": "Bearer"}, scope)
             return
         await self.app(scope, receive, send)
 
@@ -67,10 +75,11 @@ class BodyLimit:
             try:
                 declared = int(length)
             except ValueError:
-                await send_error(send, 400, f"Content-Length {length.decode(errors='replace')!r} is not a number")
+                await send_error(send, 400, f"Content-Length {length.decode(errors='replace')!r} is not a number",
+                                 scope=scope)
                 return
             if declared > self.max_bytes:
-                await send_error(send, 413, self.message(f"{declared:,} bytes"))
+                await send_error(send, 413, self.message(f"{declared:,} bytes"), scope=scope)
                 return
         received = 0
         started = False
@@ -94,4 +103,4 @@ class BodyLimit:
         except BodyTooLarge:
             if not started:
                 await send_error(send, 413, self.message(f"more than {self.max_bytes:,} bytes"),
-                                 {"Connection": "close"})
+                                 {"Connection": "close"}, scope)

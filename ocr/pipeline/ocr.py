@@ -239,13 +239,16 @@ class OCR:
     def from_source(cls, source: str | Path, *, device: str = "cpu", **kwargs: Any) -> OCR:
         """The predictor the command line builds: a pipeline folder as it is, an ``ocr/det``, ``ocr/rec`` or
         ``ocr/cls`` run, export or registry name in its place beside the default models (a version's det or rec
-        name beside the other model of its version, unless ``version=`` says otherwise)."""
-        from oarkit.core.kits import source_task_id
+        name beside the other model of its version, unless ``version=`` says otherwise), or ``ocr``, the name
+        of the default pipeline (where no folder of that name exists)."""
+        from oarkit.core.kits import pipeline_task_id, source_task_id
 
         if "version" not in kwargs and isinstance(source, str) and version_of(source):
             kwargs["version"] = version_of(source)
         if is_pipeline_dir(source):
             return cls(source, device=device, **kwargs)
+        if pipeline_task_id(source) == "ocr":
+            return cls(device=device, **kwargs)
         task_id, _ = source_task_id(source)
         kind = task_id.split("/", 1)[-1]
         if kind == "det":

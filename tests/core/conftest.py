@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -157,3 +158,65 @@ def colour_clas_run(tmp_path_factory):
                  "task.model.name=clas/pp_lcnet_x0_25", "trainer.max_epochs=2", "data.batch_size=4",
                  "trainer.progress=false", "trainer.tensorboard=false", f"output_dir={run}"]) == 0
     return run
+
+
+# -- oarkit serve as a process (test_serve_server.py, test_serve_ray.py) -------------------------------------------
+def free_port() -> int:
+    """A TCP port nothing on 127.0.0.1 listens on now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def http_get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
+    """``(status, body)`` of a GET; an HTTP error status is an answer, not an exception."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def start_server(args: list[str], log_path: Path, *, seconds: float, ready_text: str = "",
+                 env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[Any, str]:
+    """Start ``oarkit serve ARGS --port <free>`` with its output in ``log_path`` and wait until
+    ``/v2/health/ready`` answers 200 (and the log holds ``ready_text``); returns the process and its base URL.
+    The caller kills the process when done; a server that never gets ready fails the test with its log."""
+    import subprocess
+    import sys
+    import time
+
+    port = free_port()
+    environment = dict(os.environ, NO_ALBUMENTATIONS_UPDATE="1", HF_HUB_OFFLINE="1", **(env or {}))
+    log = open(log_path, "w+")  # noqa: SIM115  (the process writes it; the test reads it back)
+    server = subprocess.Popen([sys.executable, "-m", "oarkit.core.cli", "serve", *args, "--port", str(port)],
+                              stdout=log, stderr=subprocess.STDOUT, env=environment, cwd=cwd)
+    base = f"http://127.0.0.1:{port}"
+    started = time.monotonic()
+    while time.monotonic() - started < seconds and server.poll() is None:
+        try:
+            if http_get(f"{base}/v2/health/ready")[0] == 200 and ready_text in log_path.read_text():
+                return server, base
+        except OSError:
+            pass
+        time.sleep(0.3)
+    if server.poll() is None:
+        server.kill()
+        server.wait()
+    pytest.fail(f"oarkit serve {' '.join(args)} was not ready in {seconds:g} s:\n{log_path.read_text()}")
+
+
+def same_results(answer: Any, wanted: Any) -> bool:
+    """Equal JSON up to float rounding (a batch of another size may sum a convolution in another order)."""
+    if isinstance(answer, dict) and isinstance(wanted, dict):
+        return answer.keys() == wanted.keys() and all(same_results(answer[k], wanted[k]) for k in answer)
+    if isinstance(answer, list) and isinstance(wanted, list):
+        return len(answer) == len(wanted) and all(same_results(x, y) for x, y in zip(answer, wanted))
+    if isinstance(answer, float) and isinstance(wanted, float):
+        return abs(answer - wanted) <= 1e-5 * max(1.0, abs(wanted))
+    return answer == wanted

@@ -24,6 +24,8 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from oarkit.core.serve import ServeConfig, create_app  # noqa: E402
 
+from .conftest import same_results  # noqa: E402
+
 COLOURS = {"red": (200, 30, 30), "green": (30, 200, 30), "blue": (30, 30, 200)}
 
 
@@ -52,21 +54,6 @@ def expected(run: Path, files: list[bytes], **options) -> list[dict]:
     arrays = [cv2.cvtColor(cv2.imdecode(np.frombuffer(f, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
               for f in files]
     return [r.to_dict() for r in Classifier(str(run), **options)(arrays)]
-
-
-def same(answer: list[dict], wanted: list[dict]) -> bool:
-    """Equal results up to float rounding: a batch of another size may sum a convolution in another order."""
-    return _close(answer, wanted)
-
-
-def _close(a, b) -> bool:
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) and isinstance(b, float):
-        return abs(a - b) <= 1e-5 * max(1.0, abs(b))
-    return a == b
 
 
 def served(run: Path, **settings) -> TestClient:
@@ -146,7 +133,7 @@ def test_batching_never_changes_an_answer(clas_run, pictures):
         wanted.append(expected(clas_run, files, topk=topk))
     answers = asyncio.run(_concurrently(app, requests))
     assert [a.status_code for a in answers] == [200] * len(requests)
-    assert all(same(a.json()["results"], w) for a, w in zip(answers, wanted))
+    assert all(same_results(a.json()["results"], w) for a, w in zip(answers, wanted))
     metrics = app.state.metrics
     count = metrics.batch_size.labels(model="colours_run")._sum.get()
     batches = sum(b.get() for b in metrics.batch_size.labels(model="colours_run")._buckets)
@@ -163,7 +150,7 @@ def test_a_full_queue_answers_503_with_retry_after(clas_run, pictures):
         if answer.status_code == 503:
             assert int(answer.headers["Retry-After"]) >= 1 and "--max-queue" in answer.json()["error"]
         else:
-            assert same(answer.json()["results"], expected(clas_run, [picture]))
+            assert same_results(answer.json()["results"], expected(clas_run, [picture]))
 
 
 def test_not_ready_until_loaded(clas_run, pictures):

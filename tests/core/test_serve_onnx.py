@@ -75,3 +75,35 @@ def test_predict_on_the_export_answers_what_its_predictor_answers(onnx_export):
         assert entry["name"] == "onnx" and entry["format"] == "onnx" and entry["task"] == "clas"
         answer = client.post("/v1/models/onnx/predict", files=files, data={"topk": "2"})
     assert answer.json() == {"results": [r.to_dict() for r in Classifier(str(onnx_export), topk=2)(arrays)]}
+
+
+def test_tritons_http_client_works_unchanged(onnx_export, tmp_path):
+    """tritonclient[http] against a served ONNX export: health, model readiness, metadata and infer (JSON
+    tensors, as KServe's and Triton's clients send them without the binary extension)."""
+    httpclient = pytest.importorskip("tritonclient.http")
+    from oarkit.core.deploy import DeployedModel
+
+    from .conftest import start_server
+
+    server, base = start_server([str(onnx_export), "--name", "lcnet"], tmp_path / "server.log", seconds=90)
+    try:
+        client = httpclient.InferenceServerClient(url=base.removeprefix("http://"))
+        assert client.is_server_live() and client.is_server_ready() and client.is_model_ready("lcnet")
+        meta = client.get_model_metadata("lcnet")
+        assert meta["inputs"] == [{"name": "images", "datatype": "FP32", "shape": [-1, 3, 32, 32]}]
+        x = np.random.default_rng(1).standard_normal((3, 3, 32, 32)).astype(np.float32)
+        tensor = httpclient.InferInput("images", list(x.shape), "FP32")
+        tensor.set_data_from_numpy(x, binary_data=False)
+        result = client.infer("lcnet", [tensor], outputs=[httpclient.InferRequestedOutput("logits", binary_data=False)],
+                              request_id="t1")
+        assert result.get_response()["id"] == "t1"
+        np.testing.assert_allclose(result.as_numpy("logits"), DeployedModel(onnx_export).run_numpy(x)[0],
+                                   rtol=1e-6, atol=1e-6)
+        from tritonclient.utils import InferenceServerException
+
+        with pytest.raises(InferenceServerException, match="missing"):  # the server's 404, as the client raises it
+            client.get_model_metadata("missing")
+        client.close()
+    finally:
+        server.kill()
+        server.wait()

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -26,24 +22,12 @@ pytest.importorskip("uvicorn")
 from oarkit.core.cli import main  # noqa: E402
 from oarkit.core.serve.batcher import Batcher, BatcherStopped, QueueFull  # noqa: E402
 
+from .conftest import http_get, start_server  # noqa: E402
+
 
 @pytest.fixture
 def clas_run(colour_clas_run) -> Path:
     return colour_clas_run
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as answer:
-            return answer.status, answer.read()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read()
 
 
 def _predict(url: str, body: dict, out: dict) -> None:
@@ -57,26 +41,10 @@ def _predict(url: str, body: dict, out: dict) -> None:
 def test_sigterm_finishes_in_flight_requests_and_exits_0(clas_run, tmp_path):
     import base64
 
-    port = free_port()
-    env = dict(os.environ, NO_ALBUMENTATIONS_UPDATE="1", HF_HUB_OFFLINE="1")
     # a long batching delay keeps the request in flight while SIGTERM arrives
-    log = open(tmp_path / "server.log", "w+")  # noqa: SIM115  (read back after the process ends)
-    server = subprocess.Popen([sys.executable, "-m", "oarkit.core.cli", "serve", str(clas_run), "--port", str(port),
-                               "--max-delay-ms", "3000", "--max-batch-size", "64"], stdout=log,
-                              stderr=subprocess.STDOUT, env=env)
-    base = f"http://127.0.0.1:{port}"
+    server, base = start_server([str(clas_run), "--max-delay-ms", "3000", "--max-batch-size", "64"],
+                                tmp_path / "server.log", seconds=60)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if _get(f"{base}/v2/health/ready")[0] == 200:
-                    break
-            except OSError:
-                pass
-            if server.poll() is not None:
-                break
-            time.sleep(0.2)
-        assert _get(f"{base}/v2/health/ready")[0] == 200, (tmp_path / "server.log").read_text()
         picture = cv2.imencode(".png", np.full((32, 32, 3), 90, np.uint8))[1].tobytes()
         answer: dict = {}
         body = {"inputs": [{"image": base64.b64encode(picture).decode()}]}
@@ -101,7 +69,7 @@ def test_sigterm_finishes_in_flight_requests_and_exits_0(clas_run, tmp_path):
             "batch_size": 1} in [{k: v for k, v in line.items() if k != "ms"} for line in lines]
     assert "loaded colours_run" in text and "stopped by SIGTERM" in text
     with pytest.raises(OSError):  # nothing listens any more
-        _get(f"{base}/v2/health/live", timeout=1)
+        http_get(f"{base}/v2/health/live", timeout=1)
 
 
 def test_the_command_line_refuses_bad_models_before_binding(clas_run, tmp_path, capsys, monkeypatch):
