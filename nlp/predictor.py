@@ -187,15 +187,22 @@ class TextClassifier(_TextPredictor):
         self.topk = max(1, int(topk))
 
     def preprocess(self, items: Sequence[str | tuple[str, str]]) -> list[dict[str, Any]]:
-        texts = [i[0] if isinstance(i, tuple) else i for i in items]
-        pairs = [i[1] if isinstance(i, tuple) else None for i in items]
         for item in items:
             if not isinstance(item, (str, tuple)) or (isinstance(item, tuple) and len(item) != 2):
                 raise DataError(f"TextClassifier takes texts or (text, text_pair) tuples, not {item!r}")
-        encoding = self.tokenizer(texts, pairs if any(p is not None for p in pairs) else None, truncation=True,
-                                  max_length=self.max_length)
-        keys = [k for k in ("input_ids", "token_type_ids") if k in encoding]
-        return [{k: list(encoding[k][i]) for k in keys} for i in range(len(texts))]
+        features: list[dict[str, Any]] = [{} for _ in items]
+        # texts and pairs are encoded apart (a tokenizer takes a list of one kind), then put back in input order
+        for is_pair in (False, True):
+            indices = [i for i, item in enumerate(items) if isinstance(item, tuple) == is_pair]
+            if not indices:
+                continue
+            texts = [items[i][0] if is_pair else items[i] for i in indices]
+            pairs = [items[i][1] for i in indices] if is_pair else None
+            encoding = self.tokenizer(texts, pairs, truncation=True, max_length=self.max_length)
+            keys = [k for k in ("input_ids", "token_type_ids") if k in encoding]
+            for row, i in enumerate(indices):
+                features[i] = {k: list(encoding[k][row]) for k in keys}
+        return features
 
     def postprocess(self, outputs: Any, items: Sequence[Any]) -> list[TextClassificationResult]:
         probs = logits_of(outputs).float().softmax(-1).cpu()

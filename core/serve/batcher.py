@@ -2,7 +2,9 @@
 
 Requests wait in a bounded queue. The worker takes the first, then gathers the requests that arrive within
 ``max_delay_ms`` and share its batch key (the request's ``params``) until ``max_batch_size`` inputs, runs them as
-one call in a thread, and hands each request its own slice of the results. A batch that fails is re-run request by
+one call in a thread, and hands each request its own slice of the results. A lone request after a batch of one
+(no concurrent traffic) runs at once instead of waiting out the delay: a client alone pays no batching delay,
+and under load the requests that queue while a batch runs form the next one. A batch that fails is re-run request by
 request, so that one request's bad input never fails the others and no answer depends on its batch-mates.
 """
 
@@ -71,6 +73,7 @@ class Batcher:
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self._stopping = False
+        self._last_requests = 2  # requests in the last batch: until one ran alone, expect company
 
     @property
     def depth(self) -> int:
@@ -142,7 +145,8 @@ class Batcher:
         assert self._wake is not None
         while await self._next():
             deadline = loop.time() + self.max_delay
-            while not self._stopping and self._waiting_inputs() < self.max_batch_size:
+            alone = self._last_requests == 1 and len(self._queue) == 1
+            while not alone and not self._stopping and self._waiting_inputs() < self.max_batch_size:
                 left = deadline - loop.time()
                 if left <= 0:
                     break
@@ -151,7 +155,9 @@ class Batcher:
                     await asyncio.wait_for(self._wake.wait(), left)
                 except asyncio.TimeoutError:
                     break
-            await self._run(self._gather())
+            batch = self._gather()
+            self._last_requests = len(batch)
+            await self._run(batch)
 
     async def _run(self, batch: list[_Request]) -> None:
         inputs = [x for request in batch for x in request.inputs]

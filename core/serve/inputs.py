@@ -1,8 +1,9 @@
 """Request inputs as what the predictors take: image bytes as RGB arrays, JSON text items as texts, pairs, dicts.
 
-An image is checked before it is decoded: PIL reads its header (format, size), an absurd size is refused, the
-whole file is decoded once by PIL to catch truncation, and the pixels come from OpenCV's decoder, the one
-``oarkit predict`` uses on a file (EXIF orientation included), so the server answers what the command line does.
+An image is checked before it is decoded: PIL reads its header (format, size), an absurd size is refused, a file
+that does not end as a complete JPEG or PNG does is decoded once by PIL to catch truncation, and the pixels come
+from OpenCV's decoder, the one ``oarkit predict`` uses on a file (EXIF orientation included), so the server
+answers what the command line does.
 """
 
 from __future__ import annotations
@@ -52,14 +53,27 @@ def decode_image(data: bytes, what: str) -> np.ndarray:
     if width < 1 or height < 1 or width > MAX_IMAGE_SIDE or height > MAX_IMAGE_SIDE or \
             width * height > MAX_IMAGE_PIXELS:
         raise RequestError(f"{what} is too large an image ({width}x{height} {image.format}); {_LIMIT}")
-    try:
-        image.load()
-    except (OSError, ValueError, SyntaxError) as err:  # PIL: "image file is truncated", broken chunks
-        raise RequestError(f"{what} is a damaged {image.format} image ({err}); send the complete file") from err
+    if not _ends_complete(data, image.format):
+        try:  # PIL decodes the whole file once: a truncated one fails here by name
+            image.load()
+        except (OSError, ValueError, SyntaxError) as err:  # PIL: "image file is truncated", broken chunks
+            raise RequestError(f"{what} is a damaged {image.format} image ({err}); send the complete file") \
+                from err
     array = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
     if array is None:
         raise RequestError(f"{what}: the {image.format} image cannot be decoded; re-encode it as PNG or JPEG")
     return cv2.cvtColor(array, cv2.COLOR_BGR2RGB)
+
+
+#: how a complete file of these formats ends: JPEG's end-of-image marker (padding zeros allowed), PNG's IEND chunk
+_COMPLETE_ENDINGS = {"JPEG": b"\xff\xd9", "PNG": b"IEND\xaeB`\x82"}
+
+
+def _ends_complete(data: bytes, image_format: str | None) -> bool:
+    """Whether a JPEG or PNG file ends as a complete one does (then OpenCV's decode alone suffices; any other
+    file is decoded by PIL first, to catch truncation)."""
+    ending = _COMPLETE_ENDINGS.get(image_format or "")
+    return ending is not None and data.rstrip(b"\x00").endswith(ending)
 
 
 def decode_base64(value: Any, what: str) -> bytes:

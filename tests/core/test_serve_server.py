@@ -164,3 +164,24 @@ def test_batcher_bounds_its_queue_and_drains_on_stop():
         return [await f for f in [first, *waiting]]
 
     assert [a[0] for a in asyncio.run(scenario())] == [[1], [4], [9]]
+
+
+def test_a_lone_request_after_a_batch_of_one_does_not_wait_out_the_delay():
+    """With no concurrent traffic the delay is skipped (a client alone pays nothing for batching); after a batch
+    that gathered several requests, a request waits for company as before."""
+    async def scenario():
+        batcher = Batcher("m", Recorder(), max_batch_size=2, max_delay_ms=600_000, max_queue=100)
+        batcher.start()
+        pair = await asyncio.gather(batcher.submit([1]), batcher.submit([2]))  # a full batch runs at once
+        waiting = asyncio.ensure_future(batcher.submit([3]))  # after a batch of two requests: waits for company
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        company = await batcher.submit([4])  # fills the batch: both are answered
+        whole = await batcher.submit([5, 6])  # a full batch on its own: a batch of one request
+        lone = await asyncio.wait_for(batcher.submit([7]), timeout=5)  # alone after it: no 600 s wait
+        await batcher.stop()
+        return pair, await waiting, company, whole, lone
+
+    pair, three, four, whole, lone = asyncio.run(scenario())
+    assert pair == [([1], 2), ([4], 2)] and three == ([9], 2) and four == ([16], 2)
+    assert whole == ([25, 36], 2) and lone == ([49], 1)

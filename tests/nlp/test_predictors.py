@@ -35,6 +35,10 @@ def test_text_classifier_inputs(text_run, tmp_path) -> None:
     assert [r.text for r in clf(Path(tmp_path / "texts.txt"))] == texts  # a Path is one text per line
     pair = clf(("is it raining", "in paris"))
     assert pair.to_dict()["text_pair"] == "in paris"
+    mixed = clf(["play some jazz", ("is it raining", "in paris"), "order a pizza"])  # texts and pairs in one list
+    alone = [single, pair, clf("order a pizza")]
+    assert [(r.text, r.text_pair, r.labels) for r in mixed] == [(r.text, r.text_pair, r.labels) for r in alone]
+    assert all(r.scores == pytest.approx(a.scores, abs=1e-6) for r, a in zip(mixed, alone))  # padding: float order
     long = clf("book a flight " * 200)  # truncated to max_length, not an error
     assert long.label in clf.labels
     json.dumps([r.to_dict() for r in batched])
