@@ -200,3 +200,34 @@ def test_paddlex_route_answers_what_its_predictor_answers(kit_run):
         got = {"rec_texts": got["ocrResults"][0]["prunedResult"]["rec_texts"]}
         assert want["rec_texts"], want
     assert close(got, want), (got, want)
+
+
+@pytest.fixture(scope="module")
+def ocr_sources(tmp_path_factory) -> dict[str, str]:
+    """The text-orientation classifier as a registry name and as an ONNX export, and an exported ONNX det -> cls
+    -> rec pipeline folder (PaddleOCR's released weights, which ship offline)."""
+    pytest.importorskip("oarkit.ocr")
+    from oarkit.ocr import export_pipeline
+
+    root = tmp_path_factory.mktemp("ocr_sources")
+    assert main(["export", "ocr/cls_mv3_mobile", "--format", "onnx", "--output-dir", str(root / "cls")]) == 0
+    folder, _ = export_pipeline(root / "pipeline", cls="ocr/cls_mv3_mobile", det_example=(160, 160), verify=False)
+    return {"registry": "ocr/cls_mv3_mobile", "export": str(root / "cls" / "onnx"), "pipeline": str(folder)}
+
+
+@pytest.mark.parametrize("form", ["registry", "export", "pipeline"])
+def test_ocr_cls_and_an_exported_pipeline_serve_as_ocr_reads(ocr_sources, form, tmp_path):
+    from oarkit.ocr import OCR
+
+    source = ocr_sources[form]
+    files = [p.read_bytes() for p in sorted((_ocr_pages(tmp_path) / "images").glob("val_*.jpg"))]
+    want = [r.to_dict() for r in OCR.from_source(source)(_decoded(files))]
+    assert _content("ocr", want) > 0, want
+    with TestClient(create_app(ServeConfig(sources=(source,), name="m"), background_load=False)) as client:
+        (entry,) = client.get("/v1/models").json()["models"]
+        answer = client.post("/v1/models/m/predict", files=[("file", (f"{i}.jpg", f, "image/jpeg"))
+                                                             for i, f in enumerate(files)])
+    assert entry["task"] == ("ocr" if form == "pipeline" else "ocr/cls")
+    assert entry["format"] == {"registry": "pytorch", "export": "onnx", "pipeline": "pipeline"}[form]
+    assert answer.status_code == 200, answer.text
+    assert close(answer.json()["results"], want), (answer.json()["results"], want)

@@ -59,3 +59,23 @@ def test_uie_takes_its_schema_per_request(uie_run):
             assert answer.json()["results"] == want
         bad = client.post("/v1/models/uie/predict", json={"inputs": [{"text": text}], "params": {"schema": [3]}})
     assert bad.status_code == 400 and "schema" in bad.json()["error"]
+
+
+def test_a_text_classifier_onnx_export_answers_what_its_predictor_answers(text_run, tmp_path):
+    pytest.importorskip("onnxruntime")
+    from oarkit.core.cli import main
+    from oarkit.nlp import TextClassifier
+
+    assert main(["export", str(text_run.output_dir), "--format", "onnx", "--output-dir", str(tmp_path)]) == 0
+    export = tmp_path / "onnx"
+    items = [{"text": "play some jazz"}, {"text_a": "is it raining", "text_b": "in paris"}]
+    want = [r.to_dict() for r in TextClassifier(str(export), topk=2)(["play some jazz", ("is it raining", "in paris")])]
+    with TestClient(create_app(ServeConfig(sources=(str(export),), name="intents"), background_load=False)) as client:
+        (entry,) = client.get("/v1/models").json()["models"]
+        answer = client.post("/v1/models/intents/predict", json={"inputs": items, "params": {"topk": 2}})
+    assert entry["format"] == "onnx" and entry["task"] == "nlp/text_classification"
+    assert answer.status_code == 200, answer.text
+    got = answer.json()["results"]
+    assert [(r["text"], r.get("text_pair"), [t["label"] for t in r["topk"]]) for r in got] == \
+        [(r["text"], r.get("text_pair"), [t["label"] for t in r["topk"]]) for r in want]
+    assert all(g["topk"][0]["score"] == pytest.approx(w["topk"][0]["score"], abs=1e-5) for g, w in zip(got, want))
