@@ -110,6 +110,11 @@ class ClassificationTask(Task):
     def validation_step(self, model: nn.Module, batch: Any) -> torch.Tensor:
         return LogitsOnly(model)(batch[0]).float()
 
+    def distill_logits(self, outputs: Any) -> list[tuple[torch.Tensor, int]]:
+        if isinstance(outputs, (tuple, list)):
+            outputs = outputs[0]
+        return [(getattr(outputs, "logits", outputs), 1)]
+
     def build_metric(self) -> ClassificationMetric:
         return ClassificationMetric(num_classes=max(1, len(self.labels)), topk=self.topk)
 

@@ -28,6 +28,10 @@ def build_trainer(cfg: DictConfig, **overrides: Any) -> Any:
     if scheduler is not None and not callable(scheduler):
         raise ConfigError("scheduler must be a _partial_ schedule (set `_partial_: true` under scheduler)")
     callbacks = [instantiate(c) for c in cfg.get("callbacks") or []]
+    distill = instantiate(cfg.distill) if cfg.get("distill") else None
+    if distill is not None:  # distill=kd: the task is wrapped, the loop stays the same
+        task = distill.wrap_task(task)
+        callbacks += distill.callbacks()
     quant = instantiate(cfg.quant) if cfg.get("quant") else None
     if quant is not None:  # quant=qat: the task is wrapped, the loop stays the same
         task = quant.wrap_task(task)

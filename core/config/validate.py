@@ -32,6 +32,7 @@ SECTIONS: dict[str, str] = {
     "scheduler": "a _partial_ LR schedule (_target_) or null",
     "callbacks": "a list of callbacks (_target_)",
     "quant": "quantization-aware training (quant=qat) or null",
+    "distill": "knowledge distillation (distill=kd) or null",
 }
 #: Trainer arguments that come from other sections, not from ``trainer:``
 _NOT_IN_TRAINER = {"self", "task", "data", "optimizer", "scheduler", "callbacks", "config", "output_dir", "resume"}

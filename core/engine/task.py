@@ -134,6 +134,13 @@ class Task(ABC):
         """
         return None
 
+    def distill_logits(self, outputs: Any) -> list[tuple[torch.Tensor, int]]:
+        """The logits in the model's training outputs that knowledge distillation matches, each with its class
+        dimension (``[(logits, 1)]`` for ``[B, C]`` or ``[B, C, H, W]``); the teacher's outputs go through the same
+        method. Tasks that can be distilled override it."""
+        raise ConfigError(f"{type(self).__name__} declares no logits to distill (Task.distill_logits); distill=kd "
+                          "works on the tasks that do (clas, seg, nlp text classification)")
+
     def postprocess(self, outputs: Any) -> Any:
         """Turn raw model outputs into results (top-k, boxes, masks, ...)."""
         return outputs

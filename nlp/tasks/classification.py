@@ -43,6 +43,9 @@ class TextClassificationTask(TransformerTask):
     def validation_step(self, model: nn.Module, batch: dict[str, Any]) -> torch.Tensor:
         return logits_of(self.forward(model, batch)).float()
 
+    def distill_logits(self, outputs: Any) -> list[tuple[torch.Tensor, int]]:
+        return [(logits_of(outputs), -1)]
+
     def build_metric(self) -> TextClassificationMetric:
         return TextClassificationMetric(num_classes=max(2, len(self.labels)))
 

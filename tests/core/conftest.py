@@ -137,13 +137,10 @@ COLOURS = {"red": (200, 30, 30), "green": (30, 200, 30), "blue": (30, 30, 200)}
 
 
 @pytest.fixture(scope="session")
-def colour_clas_run(tmp_path_factory):
-    """PP-LCNet x0.25 trained two epochs on 32x32 colour images (about ten seconds), trained once per session."""
-    pytest.importorskip("oarkit.clas")
+def colour_clas_root(tmp_path_factory):
+    """An ImageFolder of 32x32 noisy red, green and blue images: 4 train and 2 val per class."""
     import cv2
     import numpy as np
-
-    from oarkit.core.cli import main
 
     root = tmp_path_factory.mktemp("colours")
     rng = np.random.default_rng(0)
@@ -153,6 +150,16 @@ def colour_clas_run(tmp_path_factory):
             for i in range(n):
                 image = np.clip(np.array(colour) + rng.normal(0, 20, (32, 32, 3)), 0, 255).astype(np.uint8)
                 cv2.imwrite(str(root / split / name / f"{i:03d}.png"), image)
+    return root
+
+
+@pytest.fixture(scope="session")
+def colour_clas_run(tmp_path_factory, colour_clas_root):
+    """PP-LCNet x0.25 trained two epochs on 32x32 colour images (about ten seconds), trained once per session."""
+    pytest.importorskip("oarkit.clas")
+    from oarkit.core.cli import main
+
+    root = colour_clas_root
     run = tmp_path_factory.mktemp("serve") / "colours_run"
     assert main(["train", "-c", "clas/pp_lcnet_x0_5_digits_32x32", f"data.root={root}",
                  "task.model.name=clas/pp_lcnet_x0_25", "trainer.max_epochs=2", "data.batch_size=4",

@@ -26,3 +26,22 @@ def test_the_recipe_fits_its_run_to_the_data_and_writes_best_and_last(shapes_roo
     rows = (run / "metrics.csv").read_text().splitlines()
     assert len(rows) == 1 + 2  # header and two epochs
     assert (run / "best").is_dir() and (run / "last").is_dir()
+    # the recipe trains channels-last; its checkpoint is saved contiguous and predicts as any other
+    import numpy as np
+
+    from oarkit.seg import Segmenter
+
+    assert Segmenter(str(run))(np.zeros((48, 64, 3), np.uint8)).label_map.shape == (48, 64)
+
+
+def test_channels_last_keeps_the_weights_in_that_order(shapes_root):
+    import torch
+
+    from oarkit.seg import SegmentationData, SegmentationTask
+
+    data = SegmentationData(root=str(shapes_root), num_classes=4, crop_size=[64, 64], batch_size=2)
+    model = SegmentationTask("seg/pp_liteseg_stdc1", channels_last=True).setup(data)
+    convs = [m.weight for m in model.modules() if isinstance(m, torch.nn.Conv2d) and m.weight.shape[-1] > 1]
+    assert convs and all(w.is_contiguous(memory_format=torch.channels_last) for w in convs)
+    plain = SegmentationTask("seg/pp_liteseg_stdc1").setup(data)
+    assert next(m.weight for m in plain.modules() if isinstance(m, torch.nn.Conv2d)).is_contiguous()
