@@ -142,3 +142,30 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list:
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     return attempts
+
+
+# -- prune= runs of every kit (tests/*/test_prune.py) -----------------------------------------------------------------
+def _check_pruned(run: Path, float_run: Path, flops: float = 0.5, data: Path | None = None) -> dict[str, Any]:
+    """A pruned run's record and its reload: FLOPs at the target within 5 %, fewer parameters in the model that
+    ``load_model`` rebuilds from meta.json alone, and an ONNX export that verifies; returns the prune record."""
+    import json
+
+    from oarkit.core import load_model
+    from oarkit.core.cli import main
+
+    record = json.loads((Path(run) / "best" / "meta.json").read_text())["prune"]
+    assert record["flops"] == flops and abs(record["flops_after"] / record["flops_before"] / flops - 1) <= 0.05
+    assert record["modules"], "a pruned run records the sizes it changed"
+    size = lambda model: sum(p.numel() for p in model.parameters())  # noqa: E731
+    assert size(load_model(str(run))) < size(load_model(str(float_run)))
+    args = ["--data", str(data)] if data is not None else []
+    assert main(["export", str(run), "--format", "onnx", "--verify", *args]) == 0
+    report = json.loads((Path(run) / "export" / "report.json").read_text())
+    assert [(r["format"], r["status"]) for r in report["rows"]] == [("onnx", "pass")]
+    return record
+
+
+@pytest.fixture
+def check_pruned():
+    """:func:`_check_pruned`, for the kits' pruning tests."""
+    return _check_pruned

@@ -67,7 +67,7 @@ class RepVggBlock(nn.Module):
         k1 = F.pad(k1, [1, 1, 1, 1])
         if self.alpha is not None:
             k1, b1 = k1 * self._alpha(), b1 * self._alpha()
-        conv = nn.Conv2d(self.ch_in, self.ch_out, 3, padding=1).to(k3.device, k3.dtype)
+        conv = nn.Conv2d(k3.shape[1], k3.shape[0], 3, padding=1).to(k3.device, k3.dtype)  # pruned sizes too
         conv.weight.copy_(k3 + k1)
         conv.bias.copy_(b3 + b1)
         self.conv = conv

@@ -240,8 +240,9 @@ class LearnableRepLayer(nn.Module):
         if self.is_repped:
             return
         kernel, bias = self._fused_kernel_bias()
-        conv = nn.Conv2d(self.in_channels, self.out_channels, self.kernel_size, stride=self.stride,
-                         padding=self.padding, groups=self.groups, bias=True).to(kernel)
+        ref = self.conv_kxk[0].conv  # its sizes, not the block's own: they hold after channel pruning too
+        conv = nn.Conv2d(ref.in_channels, ref.out_channels, self.kernel_size, stride=self.stride,
+                         padding=self.padding, groups=ref.groups, bias=True).to(kernel)
         conv.weight.copy_(kernel)
         conv.bias.copy_(bias)
         self.reparam_conv = conv
@@ -249,8 +250,9 @@ class LearnableRepLayer(nn.Module):
         self.is_repped = True
 
     def _fused_kernel_bias(self) -> tuple[torch.Tensor, torch.Tensor]:
-        kernel = torch.zeros_like(self.conv_kxk[0].conv.weight)
-        bias = torch.zeros(self.out_channels, dtype=kernel.dtype, device=kernel.device)
+        ref = self.conv_kxk[0].conv
+        kernel = torch.zeros_like(ref.weight)
+        bias = torch.zeros(ref.out_channels, dtype=kernel.dtype, device=kernel.device)
         for branch in self.conv_kxk:
             k, b = fuse_conv_bn(branch.conv.weight, branch.bn)
             kernel, bias = kernel + k, bias + b
@@ -259,9 +261,9 @@ class LearnableRepLayer(nn.Module):
             k, b = fuse_conv_bn(self.conv_1x1.conv.weight, self.conv_1x1.bn)
             kernel, bias = kernel + F.pad(k, [center] * 4), bias + b
         if self.identity is not None:
-            per_group = self.in_channels // self.groups
+            per_group = ref.in_channels // ref.groups
             eye = torch.zeros_like(kernel)
-            index = torch.arange(self.in_channels, device=kernel.device)
+            index = torch.arange(ref.in_channels, device=kernel.device)
             eye[index, index % per_group, center, center] = 1
             k, b = fuse_conv_bn(eye, self.identity)
             kernel, bias = kernel + k, bias + b

@@ -28,6 +28,10 @@ def build_trainer(cfg: DictConfig, **overrides: Any) -> Any:
     if scheduler is not None and not callable(scheduler):
         raise ConfigError("scheduler must be a _partial_ schedule (set `_partial_: true` under scheduler)")
     callbacks = [instantiate(c) for c in cfg.get("callbacks") or []]
+    prune = instantiate(cfg.prune) if cfg.get("prune") else None
+    if prune is not None:  # prune=l1|fpgm|taylor: the task's model is the pruned checkpoint, the loop the same
+        task = prune.wrap_task(task)
+        callbacks += prune.callbacks()
     distill = instantiate(cfg.distill) if cfg.get("distill") else None
     if distill is not None:  # distill=kd: the task is wrapped, the loop stays the same
         task = distill.wrap_task(task)

@@ -29,7 +29,7 @@ def packaged_config_root() -> Path:
 def packaged_configs() -> list[str]:
     """Recipe names shipped with oarkit, ``<kit>/<recipe>`` (for example ``clas/pp_lcnet_x0_5_digits_32x32``)."""
     root = packaged_config_root()
-    groups = {"trainer", "optimizer", "scheduler", "quant", "distill"}
+    groups = {"trainer", "optimizer", "scheduler", "quant", "distill", "prune"}
     return sorted(str(p.relative_to(root).with_suffix("")) for p in root.rglob("*.yaml")
                   if p.relative_to(root).parts[0] not in groups)
 

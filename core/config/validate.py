@@ -33,6 +33,7 @@ SECTIONS: dict[str, str] = {
     "callbacks": "a list of callbacks (_target_)",
     "quant": "quantization-aware training (quant=qat) or null",
     "distill": "knowledge distillation (distill=kd) or null",
+    "prune": "structured pruning to a FLOPs target (prune=l1|fpgm|taylor) or null",
 }
 #: Trainer arguments that come from other sections, not from ``trainer:``
 _NOT_IN_TRAINER = {"self", "task", "data", "optimizer", "scheduler", "callbacks", "config", "output_dir", "resume"}

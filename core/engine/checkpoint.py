@@ -143,5 +143,32 @@ def load_model_dir(path: str | Path) -> tuple[nn.Module, dict[str, Any]]:
         raise WeightsError(f"{path / META_FILE} names no registry model, so oarkit cannot rebuild it; "
                            "load model.safetensors onto your own module instead")
     model = create_model(spec["name"], **spec.get("kwargs", {}))
+    restore_pruned(model, meta, source=str(path / META_FILE))
     load_state_dict(model, read_state_dict(path / MODEL_FILE), source=str(path))
     return model.eval(), meta
+
+
+def restore_pruned(model: nn.Module, meta: dict[str, Any], *, source: str = META_FILE) -> nn.Module:
+    """Give a freshly built model the channel counts a pruned run's meta.json records (``prune=``), in place, so
+    that its checkpoint loads; a run that was not pruned leaves the model as it is."""
+    changes = (meta.get("prune") or {}).get("modules")
+    if changes:
+        from oarkit.core.prune.shapes import apply_pruned_shapes
+
+        apply_pruned_shapes(model, changes, source=source)
+    return model
+
+
+def checkpoint_folder(path: str | Path, key: str) -> Path:
+    """The model directory a ``<group>.checkpoint`` setting names: a model directory, or a run's ``best/`` (else
+    ``last/``).
+
+    Raises:
+        WeightsError: nothing there holds a model; the message names the setting ``key``.
+    """
+    path = Path(path)
+    for candidate in (path, path / "best", path / "last"):
+        if (candidate / MODEL_FILE).exists() or _old(candidate).exists():
+            return resolve_dir(candidate)
+    raise WeightsError(f"{key}={str(path)!r} is not a run or model directory (no {MODEL_FILE} in it, best/ or "
+                       "last/); train a model first and pass its run directory")

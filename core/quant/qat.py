@@ -26,7 +26,7 @@ from torch import nn
 
 from oarkit.core.engine.callbacks import Callback
 from oarkit.core.engine.task import DataModule, DeploySpec, Task, TaskWrapper
-from oarkit.core.errors import ConfigError, WeightsError
+from oarkit.core.errors import ConfigError
 from oarkit.core.export.prepare import dynamic_shapes, reparameterize, traceable_inputs
 from oarkit.core.quant import pt2e
 
@@ -34,17 +34,6 @@ if TYPE_CHECKING:
     from oarkit.core.engine.trainer import Trainer
 
 logger = logging.getLogger(__name__)
-
-
-def _checkpoint_dir(path: str | Path) -> Path:
-    from oarkit.core.engine.checkpoint import MODEL_FILE, resolve_dir
-
-    path = Path(path)
-    for candidate in (path, path / "best", path / "last"):
-        if (candidate / MODEL_FILE).exists() or candidate.with_name(f".{candidate.name}.old").exists():
-            return resolve_dir(candidate)
-    raise WeightsError(f"quant.checkpoint={str(path)!r} is not a float run or model directory (no model.safetensors "
-                       "in it, best/ or last/); train a float model first and pass its run directory")
 
 
 class QATTask(TaskWrapper):
@@ -66,10 +55,12 @@ class QATTask(TaskWrapper):
         self.float_model: nn.Module | None = None
 
     def setup(self, data: DataModule) -> nn.Module:
+        from oarkit.core.engine.checkpoint import checkpoint_folder, read_meta, restore_pruned
         from oarkit.core.hub import load_state_dict, read_state_dict
 
         model = self.inner.setup(data)
-        folder = _checkpoint_dir(self.checkpoint)
+        folder = checkpoint_folder(self.checkpoint, "quant.checkpoint")
+        restore_pruned(model, read_meta(folder), source=str(folder))
         load_state_dict(model, read_state_dict(folder), source=str(folder))
         self.float_model = model.eval()
         logger.info("quantization-aware training from %s (%s quantizer)", folder, self.backend)

@@ -1,0 +1,22 @@
+"""FLOPs of a forward pass, counted by :mod:`torch.utils.flop_counter` (convolutions and matrix products)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+
+def count_flops(model: nn.Module, inputs: Sequence[torch.Tensor]) -> int:
+    """The floating-point operations of ``model(*inputs)`` in eval mode, without gradients (the model's mode is
+    restored afterwards). Elementwise work is not counted, as in every FLOPs table of the field."""
+    training = model.training
+    model.eval()
+    try:
+        with FlopCounterMode(display=False) as counter, torch.no_grad():
+            model(*inputs)
+    finally:
+        model.train(training)
+    return int(counter.get_total_flops())

@@ -1,0 +1,145 @@
+"""Structured pruning inside the normal Trainer: ``prune=l1 | fpgm | taylor``.
+
+The config group instantiates :class:`StructuredPruning`; the config builder asks it to wrap the kit's task.
+:class:`PruneTask` builds the model as the kit does, loads ``prune.checkpoint``, removes channels until the
+model's FLOPs are ``prune.flops`` of the original's (:func:`~oarkit.core.prune.channels.prune_to_flops`), and
+hands the smaller model to the Trainer, which fine-tunes it with the recipe's optimizer and schedule.
+
+The run's meta.json records the pruned sizes (:mod:`oarkit.core.prune.shapes`), so ``load_model``, predictors,
+``oarkit eval``, export, QAT and distillation rebuild the pruned architecture from its registry name without
+Torch-Pruning. Resuming a pruned run prunes the same checkpoint again, which gives the same architecture (the
+criteria are deterministic; Taylor's gradients come from the first training samples under a fixed seed).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from oarkit.core.engine.task import DataModule, Task, TaskWrapper
+from oarkit.core.errors import ConfigError
+from oarkit.core.prune.channels import METHODS, PruneResult, prune_to_flops
+from oarkit.core.prune.shapes import pruned_shapes, snapshot
+
+logger = logging.getLogger(__name__)
+
+
+class PruneTask(TaskWrapper):
+    """A kit's task whose model is a checkpoint pruned to a FLOPs target (see the module docstring)."""
+
+    def __init__(self, task: Task, *, method: str, checkpoint: str | Path, flops: float,
+                 tolerance: float = 0.05) -> None:
+        super().__init__(task)
+        self.method, self.checkpoint, self.flops, self.tolerance = method, Path(checkpoint), float(flops), tolerance
+        self.result: PruneResult | None = None
+        self.changes: dict[str, Any] = {}
+
+    def setup(self, data: DataModule) -> nn.Module:
+        from oarkit.core.engine.checkpoint import checkpoint_folder, read_meta, restore_pruned
+        from oarkit.core.hub import load_state_dict, read_state_dict
+
+        model = self.inner.setup(data)
+        built = snapshot(model)  # sizes are recorded against the architecture the registry builds
+        folder = checkpoint_folder(self.checkpoint, "prune.checkpoint")
+        restore_pruned(model, read_meta(folder), source=str(folder))  # a pruned run pruned further
+        load_state_dict(model, read_state_dict(folder), source=str(folder))
+        with _seeded(0):
+            inputs = self.inner.example_inputs()
+            if self.method == "taylor":
+                self._backward(model, data)
+            self.result = prune_to_flops(model.eval(), inputs, self.method, self.flops, tolerance=self.tolerance,
+                                         progress=lambda r, k: logger.debug("pruning %.3f of channels keeps %.3f "
+                                                                            "of FLOPs", r, k))
+        pruned = self.result.model.train()
+        self.changes = pruned_shapes(built, pruned)
+        params = (sum(p.numel() for p in model.parameters()), sum(p.numel() for p in pruned.parameters()))
+        logger.info("pruned %s (%s): %.1f%% of every channel group removed; FLOPs %.4g -> %.4g (%.3f), parameters "
+                    "%d -> %d", folder, self.method, 100 * self.result.ratio, self.result.flops_before,
+                    self.result.flops_after, self.result.flops_ratio, *params)
+        return pruned
+
+    def _backward(self, model: nn.Module, data: DataModule) -> None:
+        """Gradients of the task's loss on the first training samples, for the Taylor criterion."""
+        dataset = data.train_dataset()
+        count = min(len(dataset), max(int(getattr(data, "batch_size", 8) or 8), 2))
+        batch = self.inner.collate([dataset[i] for i in range(count)])
+        model.train()
+        model.zero_grad(set_to_none=True)
+        self.inner.training_step(model, batch)["loss"].backward()
+
+    def meta(self) -> dict[str, Any]:
+        meta = self.inner.meta()
+        if self.result is None:
+            return meta
+        r = self.result
+        return {**meta, "prune": {"method": self.method, "tool": "Torch-Pruning (DepGraph)", "flops": self.flops,
+                                  "channel_ratio": round(r.ratio, 6), "flops_before": r.flops_before,
+                                  "flops_after": r.flops_after, "checkpoint": str(self.checkpoint),
+                                  "modules": self.changes}}
+
+
+class _seeded:
+    """Fixed random state for the block (torch, numpy, random), restored afterwards."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def __enter__(self) -> None:
+        self.states = random.getstate(), np.random.get_state(), torch.random.get_rng_state()
+        random.seed(self.seed)
+        np.random.seed(self.seed)
+        torch.manual_seed(self.seed)
+
+    def __exit__(self, *exc: object) -> None:
+        random.setstate(self.states[0])
+        np.random.set_state(self.states[1])
+        torch.random.set_rng_state(self.states[2])
+
+
+class StructuredPruning:
+    """The ``prune=`` config group: prune a trained checkpoint's channels to a FLOPs target, then fine-tune.
+
+    Args:
+        method: the channel importance: ``l1`` (filter L1 norm, Li et al. 2017), ``fpgm`` (distance to the
+            geometric median, He et al. 2019) or ``taylor`` (first-order Taylor, Molchanov et al. 2019).
+        checkpoint: the run (or model directory) to prune.
+        flops: the fraction of the model's FLOPs to keep, in (0, 1).
+        tolerance: how far (relative) the pruned FLOPs may be from the target.
+
+    Raises:
+        ConfigError: an unknown method, a ratio outside (0, 1), no checkpoint given.
+        WeightsError: the checkpoint does not exist.
+    """
+
+    def __init__(self, method: str, *, checkpoint: str, flops: float = 0.5, tolerance: float = 0.05) -> None:
+        import importlib.util
+
+        from oarkit.core.engine.checkpoint import checkpoint_folder
+
+        if importlib.util.find_spec("torch_pruning") is None:
+            raise ConfigError("prune= needs Torch-Pruning: pip install 'oarkit[compress]'")
+        if method not in METHODS:
+            raise ConfigError(f"prune={method!r} is not a pruning method; use one of {list(METHODS)}")
+        if not checkpoint or str(checkpoint) == "???":
+            raise ConfigError("prune.checkpoint is required: the run directory (or model directory) to prune")
+        if not 0.0 < float(flops) < 1.0:
+            raise ConfigError(f"prune.flops={flops} must be in (0, 1): the fraction of the model's FLOPs to keep "
+                              "(0.5 halves them)")
+        if not 0.0 < float(tolerance) < 0.5:
+            raise ConfigError(f"prune.tolerance={tolerance} must be in (0, 0.5)")
+        checkpoint_folder(checkpoint, "prune.checkpoint")
+        self.method, self.checkpoint = method, str(checkpoint)
+        self.flops, self.tolerance = float(flops), float(tolerance)
+
+    def wrap_task(self, task: Task) -> PruneTask:
+        return PruneTask(task, method=self.method, checkpoint=self.checkpoint, flops=self.flops,
+                         tolerance=self.tolerance)
+
+    def callbacks(self) -> list[Any]:
+        return []
