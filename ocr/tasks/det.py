@@ -155,7 +155,9 @@ class TextDetectionTask(Task):
 
     # -- export, metadata ---------------------------------------------------------------------------------------
     def example_inputs(self) -> tuple[torch.Tensor, ...]:
-        return (torch.randn(1, 3, 640, 640),)
+        """One page at the training crop (640x640 before setup)."""
+        h, w = self.preprocessing.get("crop_size") or (640, 640)
+        return (torch.randn(1, 3, int(h), int(w)),)
 
     def deploy_spec(self, model: nn.Module) -> DeploySpec:
         """The probability map with dynamic batch, height and width (multiples of 32 up to 2048); an int8
