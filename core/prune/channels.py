@@ -7,9 +7,10 @@ importance is the norm of its weights (``l1``), their distance to the geometric 
 loses the same fraction of its channels; :func:`prune_to_flops` searches that fraction so that the pruned
 model's FLOPs are the target fraction of the original's.
 
-What the model must keep is found from the graph, not from names: groups whose channels reach a model output
-(the class count of a head, the box coordinates), and groups that reach an embedding table (the hidden width of
-a transformer: its heads and feed-forward width are pruned instead).
+What the model must keep is found by probing, not from names: a group whose loss of one channel changes the
+model's output shapes or breaks its forward (a head's class count, box coordinates, a fixed reshape) keeps its
+width, and so does a group that reaches an embedding table (the hidden width of a transformer: its heads and
+feed-forward width are pruned instead).
 """
 
 from __future__ import annotations
@@ -67,19 +68,19 @@ def _importance(method: str) -> Any:
 _ROOTS = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose2d, nn.Linear)
 
 
-def _kept_layers(model: nn.Module, inputs: Sequence[torch.Tensor]) -> list[nn.Module]:
+def _kept_layers(model: nn.Module, inputs: Sequence[torch.Tensor], trace: Callable[..., Any],
+                 shapes: list[tuple[int, ...]]) -> list[nn.Module]:
     """Root layers of the groups that must keep their width.
 
     A group reaching an embedding table keeps its width by rule (a transformer's hidden size). Every other
     group is probed: one of its channels is removed from a copy of the model, which must still run and give
     outputs of the original shapes. That catches what no graph shows: a class count, box coordinates, or a
     reshape to a fixed number of channels (a DFL head's ``4 * (reg_max + 1)``). Attention projections are
-    pruned by whole heads and not probed.
+    pruned by whole heads and not probed. ``trace`` and ``shapes``: the forward the graph is traced with
+    (:func:`_tracer`) and the model's output shapes under it.
     """
     import torch_pruning as tp
 
-    trace = _tracer(model, inputs)
-    shapes = _output_shapes(model, inputs, trace)
     kept: list[str] = []
     passed: set[str] = set()
     while True:
@@ -150,13 +151,17 @@ def _fix_attention(attention: list[tuple[nn.Module, str, tuple[nn.Linear, ...]]]
 
 
 def prune_channels(model: nn.Module, inputs: Sequence[torch.Tensor], method: str, ratio: float,
-                   kept: Sequence[str] | None = None) -> nn.Module:
+                   kept: Sequence[str] | None = None, trace: Callable[..., Any] | None = None) -> nn.Module:
     """Remove ``ratio`` of the channels of every prunable group of ``model``, in place (parameters that carry a
     ``.grad``, from one backward pass, feed the ``taylor`` criterion). ``kept``: paths of the root layers whose
-    groups keep their width (found by probing when not given)."""
+    groups keep their width, and ``trace``: the forward to trace the graph with (both found when not given)."""
     import torch_pruning as tp
 
-    ignored = _kept_layers(model, inputs) if kept is None else [model.get_submodule(n) for n in kept]
+    trace = _tracer(model, inputs) if trace is None else trace
+    if kept is None:
+        ignored = _kept_layers(model, inputs, trace, _output_shapes(model, inputs, trace))
+    else:
+        ignored = [model.get_submodule(n) for n in kept]
     attention = _attention(model)
     heads = {layer: getattr(module, count) for module, count, layers in attention for layer in layers}
     with warnings.catch_warnings():  # scalar parameters outside any layer (RepVGG's alpha) have nothing to prune
@@ -164,7 +169,7 @@ def prune_channels(model: nn.Module, inputs: Sequence[torch.Tensor], method: str
         warnings.filterwarnings("ignore", message=".*last non-singleton dimension.*")
         pruner = tp.pruner.BasePruner(
             model, list(inputs), importance=_importance(method), pruning_ratio=float(ratio), ignored_layers=ignored,
-            forward_fn=_tracer(model, inputs),
+            forward_fn=trace,
             num_heads=heads, prune_num_heads=bool(heads), prune_head_dims=not heads,
             head_pruning_ratio=_head_ratio(ratio, heads))
         pruner.step()
@@ -245,13 +250,13 @@ def prune_to_flops(model: nn.Module, inputs: Sequence[torch.Tensor], method: str
     trace = _tracer(model, inputs)
     shapes = _output_shapes(model, inputs, trace)
     named = {m: n for n, m in model.named_modules()}
-    fixed = [named[m] for m in _kept_layers(model, inputs)]
+    fixed = [named[m] for m in _kept_layers(model, inputs, trace, shapes)]
     low, high = 0.0, 0.95
     best: tuple[float, float, nn.Module] | None = None  # (error, ratio, model)
     trials = 0
     for trials in range(1, max_trials + 1):  # noqa: B007 - the count is reported
         ratio = (low + high) / 2
-        candidate = prune_channels(_copy_with_gradients(model), inputs, method, ratio, fixed)
+        candidate = prune_channels(_copy_with_gradients(model), inputs, method, ratio, fixed, trace)
         kept = count_flops(candidate, inputs) / max(before, 1)
         if progress is not None:
             progress(ratio, kept)

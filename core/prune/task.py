@@ -13,15 +13,15 @@ criteria are deterministic; Taylor's gradients come from the first training samp
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
 from torch import nn
 
+from oarkit.core.engine.seeding import rng_state, seed_everything, set_rng_state
 from oarkit.core.engine.task import DataModule, Task, TaskWrapper
 from oarkit.core.errors import ConfigError
 from oarkit.core.prune.channels import METHODS, PruneResult, prune_to_flops
@@ -84,22 +84,15 @@ class PruneTask(TaskWrapper):
                                   "modules": self.changes}}
 
 
-class _seeded:
-    """Fixed random state for the block (torch, numpy, random), restored afterwards."""
-
-    def __init__(self, seed: int) -> None:
-        self.seed = seed
-
-    def __enter__(self) -> None:
-        self.states = random.getstate(), np.random.get_state(), torch.random.get_rng_state()
-        random.seed(self.seed)
-        np.random.seed(self.seed)
-        torch.manual_seed(self.seed)
-
-    def __exit__(self, *exc: object) -> None:
-        random.setstate(self.states[0])
-        np.random.set_state(self.states[1])
-        torch.random.set_rng_state(self.states[2])
+@contextlib.contextmanager
+def _seeded(seed: int) -> Iterator[None]:
+    """Fixed random state for the block (Python, NumPy, torch), the previous state put back afterwards."""
+    state = rng_state()
+    seed_everything(seed)
+    try:
+        yield
+    finally:
+        set_rng_state(state)
 
 
 class StructuredPruning:
