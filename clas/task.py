@@ -110,6 +110,9 @@ class ClassificationTask(Task):
     def validation_step(self, model: nn.Module, batch: Any) -> torch.Tensor:
         return LogitsOnly(model)(batch[0]).float()
 
+    def unlabeled_dataset(self, data: ClassificationData, root: str) -> Any:
+        return data.unlabeled_dataset(root)
+
     def distill_logits(self, outputs: Any) -> list[tuple[torch.Tensor, int]]:
         if isinstance(outputs, (tuple, list)):
             outputs = outputs[0]

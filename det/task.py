@@ -17,6 +17,7 @@ from oarkit.core.registry import factory_name, model_factory, model_info
 
 from .data.dataset import detection_collate
 from .data.module import DetectionData
+from .distill import head_layers, head_logits
 from .export_graph import DeployedDetector, DetectionComparator, DetectionExport, detections_of
 from .metrics import COCOMetric, DetectionMetric, VOCMetric
 from .postprocess import NMSConfig
@@ -139,6 +140,14 @@ class DetectionTask(Task):
             raise ConfigError(f"{type(model).__name__} returned {sorted(losses)} in training, without 'loss'; a det/ "
                               "model returns its weighted total under 'loss' (see oarkit.det.models)")
         return losses
+
+    def distill_layers(self, model: nn.Module) -> list[str]:
+        layers = head_layers(model)
+        self._distill_kinds = {**getattr(self, "_distill_kinds", {}), **layers}
+        return list(layers)
+
+    def distill_logits(self, outputs: Any) -> list[tuple[torch.Tensor, int]]:
+        return head_logits(outputs, getattr(self, "_distill_kinds", {}), len(self.labels))
 
     def detect(self, model: nn.Module, images: torch.Tensor) -> list[dict[str, torch.Tensor]]:
         """Detections per image (``boxes`` in input pixels, ``scores``, ``labels``) of a model or an artifact."""

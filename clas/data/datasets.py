@@ -123,6 +123,16 @@ def _is_image(path: Path) -> bool:
     return path.suffix.lower() in IMAGE_EXTENSIONS and not path.name.startswith(".")
 
 
+class UnlabeledImages(ClassificationDataset):
+    """Images without labels (``samples`` carry ``-1``): each item is the transformed image alone."""
+
+    def __getitem__(self, index: int) -> Any:
+        return super().__getitem__(index)[0]
+
+    def expected_layout(self) -> str:
+        return "<root>/**/<image>.{jpg,jpeg,png,bmp,webp}"
+
+
 class ImageFolderDataset(ClassificationDataset):
     """Images sorted into one folder per class: ``root/<split>/<class>/*.{jpg,jpeg,png,bmp,webp}``.
 

@@ -22,6 +22,7 @@ from .datasets import (
     ClassificationDataset,
     ImageFolderDataset,
     ListFileDataset,
+    UnlabeledImages,
     find_classes,
     parse_list_file,
 )
@@ -254,16 +255,23 @@ class ClassificationData(DataModule):
     def train_dataset(self) -> Dataset:
         """The training split with random augmentation (built once)."""
         if self._train is None:
-            transform = build_train_transform(
-                self.preprocess_spec(),
-                scale=self.scale,
-                hflip=self.hflip,
-                color_jitter=self.color_jitter,
-                affine=self.affine,
-                random_erasing=self.random_erasing,
-            )
-            self._train = self._build(self.train_split, self.train_list, transform)
+            self._train = self._build(self.train_split, self.train_list, self._train_transform())
         return self._train
+
+    def unlabeled_dataset(self, root: str | Path) -> Dataset:
+        """Every image under ``root`` (recursively, any layout), without labels, through the training
+        augmentation: the unlabeled images of ``distill=ssld``."""
+        paths = sorted(str(p) for p in Path(root).rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
+        if not paths:
+            raise DataError(f"no images ({', '.join(sorted(IMAGE_SUFFIXES))}) under {root}; distill.unlabeled_root "
+                            "names a folder of images")
+        return UnlabeledImages([(p, -1) for p in paths], self._train_transform(), skip_corrupt=self.skip_corrupt,
+                               seed=self.seed, source=str(root))
+
+    def _train_transform(self) -> Any:
+        return build_train_transform(self.preprocess_spec(), scale=self.scale, hflip=self.hflip,
+                                     color_jitter=self.color_jitter, affine=self.affine,
+                                     random_erasing=self.random_erasing)
 
     def val_dataset(self) -> Dataset | None:
         """The validation split with eval preprocessing, or ``None`` (and a warning) when it does not exist."""

@@ -44,7 +44,7 @@ ALLOWED_PACKAGES = ("oarkit", "torch", "torchvision", "albumentations", "transfo
 #: oarkit callables a config may name besides component classes (by public path; re-exports of them pass too)
 CORE_CALLABLES = ("oarkit.core.create_model", "oarkit.core.engine.schedule.WarmupLR",
                   "oarkit.core.quant.QuantizationAwareTraining", "oarkit.core.distill.KnowledgeDistillation",
-                  "oarkit.core.prune.StructuredPruning")
+                  "oarkit.core.distill.MutualLearning", "oarkit.core.prune.StructuredPruning")
 #: module names (any segment of the path or of the object's real module) that run processes, write files or
 #: load code; nothing under them is admitted, whatever the rules say
 DENIED_MODULES = frozenset({

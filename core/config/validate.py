@@ -32,7 +32,7 @@ SECTIONS: dict[str, str] = {
     "scheduler": "a _partial_ LR schedule (_target_) or null",
     "callbacks": "a list of callbacks (_target_)",
     "quant": "quantization-aware training (quant=qat) or null",
-    "distill": "knowledge distillation (distill=kd) or null",
+    "distill": "knowledge distillation (distill=kd | ssld | feature | dml) or null",
     "prune": "structured pruning to a FLOPs target (prune=l1|fpgm|taylor) or null",
 }
 #: Trainer arguments that come from other sections, not from ``trainer:``

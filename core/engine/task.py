@@ -134,12 +134,27 @@ class Task(ABC):
         """
         return None
 
+    def distill_layers(self, model: nn.Module) -> list[str]:
+        """Names of the submodules whose outputs carry the logits to distill, where the model's own training
+        output does not (a detector returns its losses); ``[]`` (the default) distills the model's output."""
+        return []
+
     def distill_logits(self, outputs: Any) -> list[tuple[torch.Tensor, int]]:
-        """The logits in the model's training outputs that knowledge distillation matches, each with its class
-        dimension (``[(logits, 1)]`` for ``[B, C]`` or ``[B, C, H, W]``); the teacher's outputs go through the same
-        method. Tasks that can be distilled override it."""
-        raise ConfigError(f"{type(self).__name__} declares no logits to distill (Task.distill_logits); distill=kd "
-                          "works on the tasks that do (clas, seg, nlp text classification)")
+        """The logits that knowledge distillation matches, each with its class dimension (``[(logits, 1)]`` for
+        ``[B, C]`` or ``[B, C, H, W]``). ``outputs`` is the model's output, or, where :meth:`distill_layers` names
+        layers, a dict of each layer's output. The teacher's outputs (from its eval-mode forward on the same
+        inputs) go through the same method, so a kit whose eval outputs differ from its training outputs
+        (probabilities instead of logits) returns comparable logits for both. Tasks that can be distilled
+        override it."""
+        raise ConfigError(f"{type(self).__name__} declares no logits to distill (Task.distill_logits); distill= "
+                          "works on the tasks that do (clas, seg, det, ocr rec and det, nlp text classification)")
+
+    def unlabeled_dataset(self, data: DataModule, root: str) -> Any:
+        """A dataset of the images under ``root`` (no labels), each sample the model's input as ``data``'s training
+        transform makes it, for ``distill=ssld distill.unlabeled_root=DIR``; tasks that take unlabeled data
+        override it."""
+        raise ConfigError(f"{type(self).__name__} takes no unlabeled data (Task.unlabeled_dataset): "
+                          "distill.unlabeled_root works for image classification; leave it unset")
 
     def postprocess(self, outputs: Any) -> Any:
         """Turn raw model outputs into results (top-k, boxes, masks, ...)."""

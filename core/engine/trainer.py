@@ -62,7 +62,7 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _parameter_groups(model: nn.Module, decay_norm_and_bias: bool) -> list[dict[str, Any]]:
+def parameter_groups(model: nn.Module, decay_norm_and_bias: bool) -> list[dict[str, Any]]:
     """Trainable parameters; biases and normalisation weights (1-d tensors) get no weight decay by default."""
     params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     if decay_norm_and_bias:
@@ -71,6 +71,19 @@ def _parameter_groups(model: nn.Module, decay_norm_and_bias: bool) -> list[dict[
     no_decay = [p for _, p in params if p.ndim <= 1]
     return [g for g in ({"params": decay}, {"params": no_decay, "weight_decay": 0.0}) if g["params"]]
 
+
+
+def _restore_callbacks(callbacks: list[Callback], saved: dict[str, Any]) -> None:
+    """Give each callback the state saved for it: the k-th callback of a class gets the k-th state saved under
+    that class name (keys ``"<index>:<class>"``), so a run resumed with fewer or other extra callbacks (one that
+    stopped it, say) still restores the task's and the config's callbacks."""
+    by_class: dict[str, list[Any]] = {}
+    for key in sorted(saved, key=lambda k: int(k.split(":", 1)[0])):
+        by_class.setdefault(key.split(":", 1)[1], []).append(saved[key])
+    for cb in callbacks:
+        states = by_class.get(type(cb).__name__)
+        if states:
+            cb.load_state_dict(states.pop(0))
 
 
 def fitted_epochs(target_steps: int, steps_per_epoch: int, cap: int | None = None) -> int:
@@ -287,7 +300,7 @@ class Trainer:
                                          sync_batchnorm=self.sync_batchnorm, device=self.device)
         self.model = getattr(wrapped, "module", wrapped)  # DDP wraps; FSDP2 shards in place
         groups = (self.task.parameter_groups(self.model, decay_norm_and_bias=self.decay_norm_and_bias)
-                  or _parameter_groups(self.model, self.decay_norm_and_bias))
+                  or parameter_groups(self.model, self.decay_norm_and_bias))
         self.optimizer = self.optimizer_factory(groups)
         for group in self.optimizer.param_groups:
             group["lr"] = group["lr"] * group.pop("lr_scale", 1.0)
@@ -658,10 +671,7 @@ class Trainer:
         if self.scheduler is not None and state["scheduler"] is not None:
             self.scheduler.load_state_dict(state["scheduler"])
         self.precision.scaler.load_state_dict(state["scaler"])
-        saved = state["callbacks"]
-        for i, cb in enumerate(self.callbacks):
-            if f"{i}:{type(cb).__name__}" in saved:
-                cb.load_state_dict(saved[f"{i}:{type(cb).__name__}"])
+        _restore_callbacks(self.callbacks, state["callbacks"])
         self.start_epoch = self.epoch = int(state["epoch"])
         self._resume_batch = self._batches_done = int(state.get("batches_done", 0))
         self.global_step = int(state["global_step"])

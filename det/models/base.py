@@ -116,6 +116,12 @@ class DetectionModel(nn.Module):
         """Boxes [B, N, 4] (xyxy input pixels) and scores [B, N, C] of the eval outputs ``raw``, before NMS."""
         raise NotImplementedError
 
+    def distill_layers(self) -> dict[str, str]:
+        """The head's layers whose outputs knowledge distillation matches, in train and eval mode alike, each with
+        what it returns: ``"class"`` (per-class sigmoid logits ``[B, C, H, W]``), ``"bins"`` (distance-bin logits
+        ``[B, 4 * (reg_max + 1), H, W]``) or ``"class+bins"`` (both, the classes first). ``{}``: none declared."""
+        return {}
+
     def losses_to_dict(self, **losses: torch.Tensor) -> dict[str, torch.Tensor]:
         """The train-mode result: every named loss as a 0-d tensor, their weighted total under ``loss`` first."""
         out = {k: v.reshape(()) if v.numel() == 1 else v.sum() for k, v in losses.items()}

@@ -239,6 +239,15 @@ class PicoDet(DetectionModel):
         scores, regs = self.head.level_outputs(self.neck(self.backbone(images)))
         return [s.flatten(2).permute(0, 2, 1) for s in scores], [r.flatten(2).permute(0, 2, 1) for r in regs]
 
+    def distill_layers(self) -> dict[str, str]:
+        """Per level the class logits (before PicoHeadV2's alignment factor) and the distance bins (LD)."""
+        head = self.head
+        if isinstance(head, PicoHeadV2):
+            levels = range(len(head.head_cls_list))
+            return {**{f"head.head_cls_list.{i}": "class" for i in levels},
+                    **{f"head.head_reg_list.{i}": "bins" for i in levels}}
+        return {f"head.head_cls{i}": "class+bins" for i in range(len(head.fpn_stride))}
+
     def decode(self, raw: Sequence[torch.Tensor]) -> Decoded:
         scores, boxes = raw
         return boxes, scores.permute(0, 2, 1)

@@ -331,6 +331,12 @@ class PPYOLOE(DetectionModel):
             return self.losses_to_dict(**self.yolo_head.forward_train(feats, targets, self.epoch))
         return self.yolo_head.forward_eval(feats)
 
+    def distill_layers(self) -> dict[str, str]:
+        """Per level the class logits and the distance bins (PaddleDetection's PP-YOLOE distillation)."""
+        levels = range(len(self.yolo_head.pred_cls))
+        return {**{f"yolo_head.pred_cls.{i}": "class" for i in levels},
+                **{f"yolo_head.pred_reg.{i}": "bins" for i in levels}}
+
     def decode(self, raw: Sequence[torch.Tensor]) -> Decoded:
         scores, dists, anchor_points, stride_tensor = raw
         return distance2bbox(anchor_points, dists) * stride_tensor, scores.permute(0, 2, 1)

@@ -135,6 +135,12 @@ class TextDetectionTask(Task):
             out.append({"boxes": boxes, "scores": scores})
         return out
 
+    def distill_logits(self, outputs: Any) -> list[tuple[torch.Tensor, int]]:
+        """The shrink (probability) map as two-way logits ``[B, 2, H, W]`` (text, not text) over dimension 1:
+        the teacher's per-pixel probability is the soft target (PP-OCR's CML distills the DB maps)."""
+        prob = probability_map(outputs)[:, 0].float().clamp(1e-6, 1.0 - 1e-6)
+        return [(torch.stack([prob.log(), torch.log1p(-prob)], dim=1), 1)]
+
     def validation_step(self, model: nn.Module, batch: Any) -> list[dict[str, np.ndarray]]:
         return self.boxes(probability_map(model(batch["image"])), batch["source_size"])
 

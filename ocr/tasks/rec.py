@@ -189,6 +189,13 @@ class TextRecognitionTask(Task):
     def validation_step(self, model: nn.Module, batch: Any) -> list[Decoded]:
         return self.decode(step_probabilities(model(batch["image"])))
 
+    def distill_logits(self, outputs: Any) -> list[tuple[torch.Tensor, int]]:
+        """The CTC logits ``[B, T, C]`` (a training dict's ``ctc``; an eval output's probabilities as their logs):
+        PP-OCR's CML distills the CTC head; guidance heads train on labels only."""
+        if isinstance(outputs, dict):
+            return [(outputs["ctc"], -1)]
+        return [(step_probabilities(outputs).float().clamp_min(1e-8).log(), -1)]
+
     def build_metric(self) -> RecMetric:
         return RecMetric()
 

@@ -227,3 +227,26 @@ def same_results(answer: Any, wanted: Any) -> bool:
     if isinstance(answer, float) and isinstance(wanted, float):
         return abs(answer - wanted) <= 1e-5 * max(1.0, abs(wanted))
     return answer == wanted
+
+
+
+def assert_resume_bit_exact(recipe: str, args: list[str], tmp_path: Path) -> None:
+    """``oarkit train -c recipe *args`` in one go, and again stopped after its first epoch and resumed from
+    ``last/``: the last weights must be equal bit for bit."""
+    from safetensors.torch import load_file
+
+    from oarkit.core.cli import main
+    from oarkit.core.config import build_trainer, load_config
+    from oarkit.core.engine.callbacks import Callback
+
+    class StopAfterFirstEpoch(Callback):
+        def on_train_epoch_end(self, trainer, row) -> None:
+            trainer.should_stop = True
+
+    whole, halves = tmp_path / "whole", tmp_path / "halves"
+    assert main(["train", "-c", recipe, *args, f"output_dir={whole}"]) == 0
+    build_trainer(load_config(recipe, [*args, f"output_dir={halves}"]), callbacks=[StopAfterFirstEpoch()]).fit()
+    assert main(["train", "--resume", str(halves / "last")]) == 0
+    first = load_file(str(whole / "last" / "model.safetensors"))
+    second = load_file(str(halves / "last" / "model.safetensors"))
+    assert first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)

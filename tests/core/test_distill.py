@@ -15,12 +15,18 @@ from oarkit.core.cli import main
 from oarkit.core.distill import KnowledgeDistillation, kd_loss
 from oarkit.core.errors import ConfigError
 
+from .conftest import assert_resume_bit_exact
+
 RECIPE = "clas/pp_lcnet_x0_5_digits_32x32"
 
 
+def _settings(root, *extra) -> list[str]:
+    return [f"data.root={root}", "task.model.name=clas/pp_lcnet_x0_25", "data.batch_size=4", "trainer.progress=false",
+            "trainer.tensorboard=false", *extra]
+
+
 def _student(root, out, *extra) -> list[str]:
-    return ["train", "-c", RECIPE, f"data.root={root}", "task.model.name=clas/pp_lcnet_x0_25", "data.batch_size=4",
-            "trainer.progress=false", "trainer.tensorboard=false", f"output_dir={out}", *extra]
+    return ["train", "-c", RECIPE, *_settings(root, f"output_dir={out}", *extra)]
 
 
 def test_kd_loss_is_the_tempered_kl_divergence():
@@ -65,22 +71,9 @@ def test_a_distilled_student_trains_saves_without_its_teacher_and_records_it(col
 
 
 def test_a_resumed_distillation_run_is_bit_exact(colour_clas_run, colour_clas_root, tmp_path):
-    from oarkit.core.config import build_trainer, load_config
-    from oarkit.core.engine.callbacks import Callback
-
-    args = ["trainer.max_epochs=2", "distill=kd", f"distill.teacher={colour_clas_run}", "trainer.ema_decay=null"]
-    assert main(_student(colour_clas_root, tmp_path / "whole", *args)) == 0
-
-    class StopAfterFirstEpoch(Callback):
-        def on_train_epoch_end(self, trainer, row) -> None:
-            trainer.should_stop = True
-
-    overrides = _student(colour_clas_root, tmp_path / "halves", *args)[3:]
-    build_trainer(load_config(RECIPE, overrides), callbacks=[StopAfterFirstEpoch()]).fit()
-    assert main(["train", "--resume", str(tmp_path / "halves" / "last")]) == 0
-    whole = load_file(str(tmp_path / "whole" / "last" / "model.safetensors"))
-    halves = load_file(str(tmp_path / "halves" / "last" / "model.safetensors"))
-    assert all(torch.equal(whole[k], halves[k]) for k in whole)
+    assert_resume_bit_exact(RECIPE, _settings(colour_clas_root, "trainer.max_epochs=2", "distill=kd",
+                                              f"distill.teacher={colour_clas_run}", "trainer.ema_decay=null"),
+                            tmp_path)
 
 
 def test_a_teacher_of_other_classes_is_refused(colour_clas_root, tmp_path, capsys):
