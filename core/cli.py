@@ -1,4 +1,5 @@
-"""The ``oarkit`` command line (and tools/*.py): train, eval, predict, export, models, summary, prepare-data.
+"""The ``oarkit`` command line (and tools/*.py): train, eval, predict, export, models, summary, prepare-data,
+prune-sensitivity.
 
 Every verb is kit-agnostic: it reads the task id of what it is given (a run's meta.json, an export's deploy.yaml,
 a registry name's model card) and asks that id's :class:`~oarkit.core.kits.TaskEntry` for the predictor, its
@@ -118,6 +119,47 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(json.dumps(results, indent=2, default=str))
     else:
         _print_block(f"evaluation of {args.source}", {k: v for k, v in results.items() if not isinstance(v, list)})
+    return 0
+
+
+# ----------------------------------------------------------------------------- prune-sensitivity
+def _parse_ratios(text: str) -> list[float]:
+    """``0.1,0.3,0.5`` as floats, each in (0, 1)."""
+    from oarkit.core.errors import ConfigError
+    from oarkit.core.prune.sensitivity import check_ratios
+
+    try:
+        ratios = [float(item) for item in text.split(",") if item.strip()]
+    except ValueError as err:
+        raise ConfigError(f"--ratios {text!r} must be comma-separated numbers in (0, 1), e.g. 0.1,0.3,0.5") from err
+    return check_ratios(ratios)
+
+
+def cmd_prune_sensitivity(args: argparse.Namespace) -> int:
+    from oarkit.core.engine.checkpoint import find_model_dir
+    from oarkit.core.kits import source_entry
+    from oarkit.core.prune.sensitivity import analyse_sensitivity, write_sensitivity
+
+    if not Path(args.source).is_dir():
+        raise OarkitError(f"prune-sensitivity needs a trained run or model directory; {args.source!r} is none "
+                          "(train one with `oarkit train -c RECIPE`)")
+    ratios = _parse_ratios(args.ratios)
+    folder = find_model_dir(Path(args.source))
+    source_entry(args.source)  # a task id that no installed kit registers fails here, before any work
+    report = analyse_sensitivity(folder, data_root=args.data, split=args.split, method=args.method, ratios=ratios,
+                                 layers=args.layers, batch_size=args.batch_size, device=args.device)
+    run_dir = folder.parent if folder.name in ("best", "last") else folder
+    paths = write_sensitivity(report, args.out or run_dir / "prune_sensitivity")
+    width = max([5, *(len(layer.name) for layer in report.layers)])
+    print(f"\n== sensitivity of {report.metric} ({report.method}, no fine-tuning): baseline {report.baseline:.4f}, "
+          f"{len(report.layers)} of {report.groups} groups ==")
+    print(f"  {'layer':<{width}} {'FLOPs':>6} " + " ".join(f"{f'@{r:g}':>8}" for r in ratios))
+    for layer in report.layers:
+        print(f"  {layer.name:<{width}} {100 * layer.flops_share:5.1f}% " + " ".join(f"{v:8.4f}" for v in layer.metric))
+    for kind, path in paths.items():
+        print(f"  {kind:<{width}} {path}")
+    print(f"layer-wise pruning from it: oarkit train -c RECIPE prune={report.method} prune.checkpoint={args.source} "
+          f"prune.sensitivity={paths['json']} prune.flops=0.5")
     return 0
 
 
@@ -347,6 +389,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu")
     p.add_argument("--json", action="store_true", help="print every metric as JSON")
     p.set_defaults(func=cmd_eval)
+
+    p = verbs.add_parser("prune-sensitivity", help="prune each channel group of a trained run alone at a few "
+                                                   "ratios and score it without fine-tuning (PaddleSlim's "
+                                                   "sensitivity); writes a table for prune.sensitivity=")
+    p.add_argument("source", help="a run directory, or its best/ or last/")
+    p.add_argument("--data", help="the dataset root (default: the one the run was trained on)")
+    p.add_argument("--split", default="val", help="the split scored (default: val)")
+    p.add_argument("--method", default="l1", help="channel importance: l1 or fpgm (default: l1)")
+    p.add_argument("--ratios", default="0.1,0.2,0.3,0.4,0.5,0.6,0.7",
+                   help="comma-separated shares of a group's channels to remove, each in (0, 1) "
+                        "(default: 0.1,...,0.7)")
+    p.add_argument("--layers", type=int, help="analyse at most this many groups, those with the most FLOPs first "
+                                              "(default: all)")
+    p.add_argument("--batch-size", type=int, help="samples per batch (default: the run's evaluation batch size)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", help="where sensitivity.json/.csv/.png go (default: <run>/prune_sensitivity)")
+    p.set_defaults(func=cmd_prune_sensitivity)
 
     p = verbs.add_parser("predict", help="predict inputs (image files or folders, texts) with a run directory, "
                                          "export folder or model name")

@@ -9,10 +9,11 @@ split exactly as the Trainer evaluated the validation set, so the same run on th
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -23,6 +24,9 @@ from oarkit.core.engine.metric import Metric
 from oarkit.core.engine.precision import Precision
 from oarkit.core.engine.task import DataModule, Task
 from oarkit.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from oarkit.core.engine.run import TrainedModel
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +114,62 @@ def run_evaluation(task: Task, model: nn.Module, batches: Iterable[Any], *, devi
     return results, metric
 
 
+@dataclasses.dataclass
+class RunEvaluation:
+    """A run's restored task and evaluation loader, ready to score its model or models made from it (a pruned
+    copy) exactly as ``oarkit eval`` scores the run.
+
+    Attributes:
+        trained: the model directory, its module on ``device``.
+        task: the task restored from its meta.json.
+        data: the data module (on another root when asked).
+        loader: the evaluation loader of ``split``.
+        device: where models and batches go.
+        precision: the run's precision (the metric logged in training was computed under it).
+        split: the evaluated split.
+    """
+
+    trained: TrainedModel
+    task: Task
+    data: DataModule
+    loader: DataLoader
+    device: torch.device
+    precision: Precision
+    split: str
+
+    @classmethod
+    def load(cls, source: str | Path, *, data_root: str | None = None, split: str = "val",
+             batch_size: int | None = None, device: str = "cpu") -> RunEvaluation:
+        """Rebuild a run (or model) directory's task, data and loader; arguments as :func:`evaluate_run`'s."""
+        from oarkit.core.engine.checkpoint import find_model_dir
+        from oarkit.core.engine.run import TrainedModel
+
+        trained = TrainedModel.load(find_model_dir(Path(source)))
+        task = trained.restored_task()
+        data = trained.data_module(task, data_root=data_root, batch_size=batch_size)
+        dev = torch.device(device)
+        trained.model = trained.model.to(dev)
+        loader = build_loader(data.dataset(split), data, task, train=False,
+                              batch_size=int(data.eval_batch_size or data.batch_size))
+        precision = Precision(str((trained.config.get("trainer") or {}).get("precision", "fp32")), dev)
+        return cls(trained, task, data, loader, dev, precision, split)
+
+    @property
+    def main_indicator(self) -> str:
+        """The key of the task metric's results that ranks models (``top1``, ``mIoU``, ...)."""
+        return self.task.build_metric().main_indicator
+
+    def score(self, model: nn.Module | None = None, *, progress: bool = False) -> tuple[dict[str, Any], Metric]:
+        """The task's metric of ``model`` (default: the run's own) over the split, as :func:`run_evaluation`."""
+        batches: Iterable[Any] = self.loader
+        if progress:
+            from tqdm.auto import tqdm
+
+            batches = tqdm(self.loader, desc=f"eval {self.split}", leave=False)
+        model = self.trained.model if model is None else model
+        return run_evaluation(self.task, model, batches, device=self.device, autocast=self.precision.autocast)
+
+
 def evaluate_run(source: str | Path, *, data_root: str | None = None, split: str = "val",
                  batch_size: int | None = None, device: str = "cpu",
                  output_dir: str | Path | None = None) -> dict[str, Any]:
@@ -126,32 +186,15 @@ def evaluate_run(source: str | Path, *, data_root: str | None = None, split: str
     Returns:
         The metric's results plus ``model_dir``, ``data_root``, ``split`` and the pictures written.
     """
-    from oarkit.core.engine.checkpoint import find_model_dir
-    from oarkit.core.engine.run import TrainedModel
-
-    trained = TrainedModel.load(find_model_dir(Path(source)))
-    task = trained.restored_task()
-    data = trained.data_module(task, data_root=data_root, batch_size=batch_size)
-    dataset = data.dataset(split)
-    dev = torch.device(device)
-    model = trained.model.to(dev)
-    loader = build_loader(dataset, data, task, train=False, batch_size=int(data.eval_batch_size or data.batch_size))
-    try:
-        from tqdm.auto import tqdm
-
-        batches: Iterable[Any] = tqdm(loader, desc=f"eval {split}", leave=False)
-    except ImportError:  # pragma: no cover - tqdm is a dependency
-        batches = loader
-    # The run's precision: the metric logged in training was computed under it.
-    precision = Precision(str((trained.config.get("trainer") or {}).get("precision", "fp32")), dev)
-    results, metric = run_evaluation(task, model, batches, device=dev, autocast=precision.autocast)
+    run = RunEvaluation.load(source, data_root=data_root, split=split, batch_size=batch_size, device=device)
+    results, metric = run.score(progress=True)
     plots: list[str] = []
-    if _draws_pictures(task):
-        plot_dir = (Path(output_dir) if output_dir else trained.run_dir) / f"eval_{Path(split).stem}"
+    if _draws_pictures(run.task):
+        plot_dir = (Path(output_dir) if output_dir else run.trained.run_dir) / f"eval_{Path(split).stem}"
         plot_dir.mkdir(parents=True, exist_ok=True)
-        plots = task.plot_metric(metric, str(plot_dir))
+        plots = run.task.plot_metric(metric, str(plot_dir))
     results.update({Path(p).stem: str(p) for p in plots})  # e.g. confusion_matrix: <run>/eval_val/...png
-    results.update(model_dir=str(trained.folder), data_root=str(getattr(data, "root", data_root) or ""),
+    results.update(model_dir=str(run.trained.folder), data_root=str(getattr(run.data, "root", data_root) or ""),
                    split=split)
     return results
 

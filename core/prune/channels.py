@@ -5,7 +5,8 @@ residual additions, concatenations, depthwise convolutions, normalisations and a
 importance is the norm of its weights (``l1``), their distance to the geometric median (``fpgm``, He et al.
 2019) or the first-order Taylor estimate of the loss change (``taylor``, Molchanov et al. 2019). Every group
 loses the same fraction of its channels; :func:`prune_to_flops` searches that fraction so that the pruned
-model's FLOPs are the target fraction of the original's.
+model's FLOPs are the target fraction of the original's. Given a sensitivity table, each group loses its own
+fraction instead (:mod:`oarkit.core.prune.layerwise`); :func:`find_prunable` names the groups by root layer.
 
 What the model must keep is found by probing, not from names: a group whose loss of one channel changes the
 model's output shapes or breaks its forward (a head's class count, box coordinates, a fixed reshape) keeps its
@@ -19,14 +20,17 @@ import copy
 import dataclasses
 import logging
 import warnings
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from oarkit.core.errors import ConfigError
 from oarkit.core.prune.flops import count_flops
+
+if TYPE_CHECKING:
+    from oarkit.core.prune.layerwise import SensitivityTable
 
 logger = logging.getLogger(__name__)
 
@@ -43,10 +47,12 @@ class PruneResult:
     """What :func:`prune_to_flops` did."""
 
     model: nn.Module
-    ratio: float  #: the fraction of channels removed from every prunable group
+    ratio: float | None  #: the fraction of channels removed from every prunable group (``None``: layer-wise)
     flops_before: int
     flops_after: int
     trials: int
+    ratios: dict[str, float] | None = None  #: layer-wise: each group's fraction, by root layer path
+    threshold: float | None = None  #: layer-wise: the metric-loss threshold that gave them
 
     @property
     def flops_ratio(self) -> float:
@@ -79,15 +85,11 @@ def _kept_layers(model: nn.Module, inputs: Sequence[torch.Tensor], trace: Callab
     pruned by whole heads and not probed. ``trace`` and ``shapes``: the forward the graph is traced with
     (:func:`_tracer`) and the model's output shapes under it.
     """
-    import torch_pruning as tp
-
     kept: list[str] = []
     passed: set[str] = set()
     while True:
         probe = copy.deepcopy(model)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*[Uu]nwrapped parameters.*")
-            graph = tp.DependencyGraph().build_dependency(probe, example_inputs=list(inputs), forward_fn=trace)
+        graph = _graph(probe, inputs, trace)
         names = {m: n for n, m in probe.named_modules()}
         ignored = [probe.get_submodule(n) for n in kept]
         passed |= {names[layer] for _, _, layers in _attention(probe) for layer in layers}  # pruned by whole heads
@@ -114,6 +116,40 @@ def _kept_layers(model: nn.Module, inputs: Sequence[torch.Tensor], trace: Callab
             return [model.get_submodule(n) for n in kept]
         logger.debug("keeping the width of %s: pruning it changes or breaks the model's outputs", broken)
         kept.append(broken)
+
+
+def _graph(model: nn.Module, inputs: Sequence[torch.Tensor], trace: Callable[..., Any]) -> Any:
+    """Torch-Pruning's dependency graph of ``model``, traced with ``trace``."""
+    import torch_pruning as tp
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*[Uu]nwrapped parameters.*")
+        return tp.DependencyGraph().build_dependency(model, example_inputs=list(inputs), forward_fn=trace)
+
+
+@dataclasses.dataclass
+class Prunable:
+    """What of a model can be pruned (:func:`find_prunable`)."""
+
+    trace: Callable[[nn.Module, Sequence[torch.Tensor]], Any]  #: the forward the graph is traced with
+    shapes: list[tuple[int, ...]]  #: the model's output shapes under it
+    kept: list[str]  #: root layers of the groups that keep their width
+    groups: dict[str, list[str]]  #: every other group: its root layer's path -> the paths of the layers in it
+
+
+def find_prunable(model: nn.Module, inputs: Sequence[torch.Tensor]) -> Prunable:
+    """The groups of ``model`` that may lose channels, named by their root layer (``backbone.blocks.3.pw.conv``),
+    and those that keep their width (found by probing, see the module docstring)."""
+    trace = _tracer(model, inputs)
+    shapes = _output_shapes(model, inputs, trace)
+    named = {m: n for n, m in model.named_modules()}
+    kept = [named[m] for m in _kept_layers(model, inputs, trace, shapes)]
+    ignored = [model.get_submodule(n) for n in kept]
+    groups: dict[str, list[str]] = {}
+    for group in _graph(model, inputs, trace).get_all_groups(ignored_layers=ignored, root_module_types=_ROOTS):
+        layers = [named[dep.target.module] for dep, _ in group if dep.target.module in named]
+        groups[named[group[0][0].target.module]] = list(dict.fromkeys(layers))
+    return Prunable(trace, shapes, kept, groups)
 
 
 def _attention(model: nn.Module) -> list[tuple[nn.Module, str, tuple[nn.Linear, ...]]]:
@@ -151,10 +187,13 @@ def _fix_attention(attention: list[tuple[nn.Module, str, tuple[nn.Linear, ...]]]
 
 
 def prune_channels(model: nn.Module, inputs: Sequence[torch.Tensor], method: str, ratio: float,
-                   kept: Sequence[str] | None = None, trace: Callable[..., Any] | None = None) -> nn.Module:
+                   kept: Sequence[str] | None = None, trace: Callable[..., Any] | None = None, *,
+                   ratios: Mapping[str, float] | None = None) -> nn.Module:
     """Remove ``ratio`` of the channels of every prunable group of ``model``, in place (parameters that carry a
     ``.grad``, from one backward pass, feed the ``taylor`` criterion). ``kept``: paths of the root layers whose
-    groups keep their width, and ``trace``: the forward to trace the graph with (both found when not given)."""
+    groups keep their width, and ``trace``: the forward to trace the graph with (both found when not given).
+    ``ratios``: layer-wise instead, the share of channels each named group loses, by root layer path (as
+    :attr:`Prunable.groups` names them); a group it does not name keeps its width and ``ratio`` is not used."""
     import torch_pruning as tp
 
     trace = _tracer(model, inputs) if trace is None else trace
@@ -164,12 +203,22 @@ def prune_channels(model: nn.Module, inputs: Sequence[torch.Tensor], method: str
         ignored = [model.get_submodule(n) for n in kept]
     attention = _attention(model)
     heads = {layer: getattr(module, count) for module, count, layers in attention for layer in layers}
+    per_group: dict[nn.Module, float] | None = None
+    per_head: dict[nn.Module, float] | None = None
+    if ratios is not None:
+        ratio = 0.0
+        per_group = {model.get_submodule(n): float(r) for n, r in ratios.items() if r > 0}
+        names = {m: n for n, m in model.named_modules()}
+        per_head = {}
+        for _, _, layers in attention:  # a layer's heads go as its projections' group ratio says
+            share = max(float(ratios.get(names[layer], 0.0)) for layer in layers)
+            per_head.update({layer: _head_ratio(share, heads) for layer in layers if share > 0})
     with warnings.catch_warnings():  # scalar parameters outside any layer (RepVGG's alpha) have nothing to prune
         warnings.filterwarnings("ignore", message=".*[Uu]nwrapped parameters.*")
         warnings.filterwarnings("ignore", message=".*last non-singleton dimension.*")
         pruner = tp.pruner.BasePruner(
             model, list(inputs), importance=_importance(method), pruning_ratio=float(ratio), ignored_layers=ignored,
-            forward_fn=trace,
+            forward_fn=trace, pruning_ratio_dict=per_group, head_pruning_ratio_dict=per_head,
             num_heads=heads, prune_num_heads=bool(heads), prune_head_dims=not heads,
             head_pruning_ratio=_head_ratio(ratio, heads))
         pruner.step()
@@ -233,9 +282,11 @@ def _output_shapes(model: nn.Module, inputs: Sequence[torch.Tensor],
 
 def prune_to_flops(model: nn.Module, inputs: Sequence[torch.Tensor], method: str, target: float, *,
                    tolerance: float = 0.05, max_trials: int = 14,
-                   progress: Callable[[float, float], None] | None = None) -> PruneResult:
+                   progress: Callable[[float, float], None] | None = None,
+                   sensitivity: SensitivityTable | None = None) -> PruneResult:
     """Prune a copy of ``model`` until its FLOPs on ``inputs`` are ``target`` times the original's, within
-    ``tolerance`` (relative), by bisecting the fraction of channels each group loses.
+    ``tolerance`` (relative), by bisecting the fraction of channels each group loses, or, with a ``sensitivity``
+    table, the metric-loss threshold that gives each group its own fraction (:mod:`oarkit.core.prune.layerwise`).
 
     Raises:
         ConfigError: ``target`` outside (0, 1), or no fraction reaches the target within the tolerance (the
@@ -247,31 +298,39 @@ def prune_to_flops(model: nn.Module, inputs: Sequence[torch.Tensor], method: str
     if method not in METHODS:
         raise ConfigError(f"prune method {method!r} is not one of {list(METHODS)}")
     before = count_flops(model, inputs)
-    trace = _tracer(model, inputs)
-    shapes = _output_shapes(model, inputs, trace)
-    named = {m: n for n, m in model.named_modules()}
-    fixed = [named[m] for m in _kept_layers(model, inputs, trace, shapes)]
-    low, high = 0.0, 0.95
-    best: tuple[float, float, nn.Module] | None = None  # (error, ratio, model)
+    prunable = find_prunable(model, inputs)
+    trace, shapes, fixed = prunable.trace, prunable.shapes, prunable.kept
+    if sensitivity is None:
+        low, high = 0.0, 0.95
+    else:
+        _check_table(model, sensitivity, prunable)
+        low, high, max_trials = 0.0, sensitivity.max_threshold, max(max_trials, 24)  # a flat start needs more steps
+    best: tuple[float, float, nn.Module, dict[str, float] | None] | None = None  # (error, value, model, ratios)
     trials = 0
     for trials in range(1, max_trials + 1):  # noqa: B007 - the count is reported
-        ratio = (low + high) / 2
-        candidate = prune_channels(_copy_with_gradients(model), inputs, method, ratio, fixed, trace)
+        value = (low + high) / 2
+        ratios = None if sensitivity is None else sensitivity.ratios_at(value, prunable.groups)
+        candidate = prune_channels(_copy_with_gradients(model), inputs, method, value, fixed, trace, ratios=ratios)
         kept = count_flops(candidate, inputs) / max(before, 1)
         if progress is not None:
-            progress(ratio, kept)
+            progress(value, kept)
         error = abs(kept / target - 1.0)
         if best is None or error < best[0]:
-            best = (error, ratio, candidate)
+            best = (error, value, candidate, ratios)
         if error <= tolerance / 2:
             break
-        low, high = (ratio, high) if kept > target else (low, ratio)
+        low, high = (value, high) if kept > target else (low, value)
     assert best is not None
-    error, ratio, pruned = best
+    error, value, pruned, ratios = best
     if error > tolerance:
         kept_share = count_flops(pruned, inputs) / max(before, 1)
+        if sensitivity is not None:
+            raise ConfigError(f"the ratios of prune.sensitivity={sensitivity.path!r} cannot bring this model to "
+                              f"prune.flops={target} of its FLOPs: the closest keeps {kept_share:.3f}; analyse "
+                              "larger ratios or more layers (oarkit prune-sensitivity --ratios ... --layers ...), or "
+                              "ask for a milder reduction")
         raise ConfigError(f"pruning cannot bring this model to prune.flops={target} of its FLOPs: the closest, "
-                          f"{ratio:.3f} of every group's channels, keeps {kept_share:.3f}; too few of its channels "
+                          f"{value:.3f} of every group's channels, keeps {kept_share:.3f}; too few of its channels "
                           "can be pruned, so ask for a milder reduction")
     if _output_shapes(pruned, inputs, trace) != shapes:
         raise ConfigError(f"pruning changed the model's output shapes ({shapes} -> "
@@ -279,4 +338,19 @@ def prune_to_flops(model: nn.Module, inputs: Sequence[torch.Tensor], method: str
                           "this architecture has an output Torch-Pruning's graph does not see: report it")
     pruned.zero_grad(set_to_none=True)
     model.zero_grad(set_to_none=True)
-    return PruneResult(pruned, ratio, before, count_flops(pruned, inputs), trials)
+    if sensitivity is None:
+        return PruneResult(pruned, value, before, count_flops(pruned, inputs), trials)
+    return PruneResult(pruned, None, before, count_flops(pruned, inputs), trials, ratios=ratios, threshold=value)
+
+
+def _check_table(model: nn.Module, table: SensitivityTable, prunable: Prunable) -> None:
+    """A table made for this architecture: its layers are modules of the model, most of them prunable groups."""
+    modules = dict(model.named_modules())
+    foreign = [n for n in table.curves if n not in modules]
+    if foreign:
+        raise ConfigError(f"prune.sensitivity={table.path!r} names layers this model does not have ({foreign[:3]}): "
+                          "it was measured on another architecture; run oarkit prune-sensitivity on prune.checkpoint")
+    unused = [n for n in table.curves if n not in prunable.groups]
+    if unused:
+        logger.info("prune.sensitivity: %d of its layers are not prunable groups here and are left out: %s",
+                    len(unused), unused[:5])

@@ -1,4 +1,5 @@
-"""FLOPs of a forward pass, counted by :mod:`torch.utils.flop_counter` (convolutions and matrix products)."""
+"""FLOPs of a forward pass (and of each module in it), counted by :mod:`torch.utils.flop_counter` (convolutions
+and matrix products)."""
 
 from __future__ import annotations
 
@@ -20,3 +21,23 @@ def count_flops(model: nn.Module, inputs: Sequence[torch.Tensor]) -> int:
     finally:
         model.train(training)
     return int(counter.get_total_flops())
+
+
+def module_flops(model: nn.Module, inputs: Sequence[torch.Tensor]) -> dict[str, int]:
+    """The FLOPs of each module of ``model(*inputs)`` (its submodules' included), by module path (``""``: the
+    whole model); counted as :func:`count_flops` counts them."""
+    training = model.training
+    model.eval()
+    try:
+        with FlopCounterMode(display=False) as counter, torch.no_grad():
+            model(*inputs)
+    finally:
+        model.train(training)
+    prefix = type(model).__name__
+    flops: dict[str, int] = {}
+    for key, counts in counter.get_flop_counts().items():  # keys: "Global", then "<Class>.<path>"
+        if key == "Global":
+            continue
+        path = "" if key == prefix else key.removeprefix(prefix + ".")
+        flops[path] = flops.get(path, 0) + int(sum(counts.values()))
+    return flops

@@ -3,7 +3,8 @@
 The config group instantiates :class:`StructuredPruning`; the config builder asks it to wrap the kit's task.
 :class:`PruneTask` builds the model as the kit does, loads ``prune.checkpoint``, removes channels until the
 model's FLOPs are ``prune.flops`` of the original's (:func:`~oarkit.core.prune.channels.prune_to_flops`), and
-hands the smaller model to the Trainer, which fine-tunes it with the recipe's optimizer and schedule.
+hands the smaller model to the Trainer, which fine-tunes it with the recipe's optimizer and schedule. With
+``prune.sensitivity`` (a table from ``oarkit prune-sensitivity``) each group loses its own share of channels.
 
 The run's meta.json records the pruned sizes (:mod:`oarkit.core.prune.shapes`), so ``load_model``, predictors,
 ``oarkit eval``, export, QAT and distillation rebuild the pruned architecture from its registry name without
@@ -25,6 +26,7 @@ from oarkit.core.engine.seeding import rng_state, seed_everything, set_rng_state
 from oarkit.core.engine.task import DataModule, Task, TaskWrapper
 from oarkit.core.errors import ConfigError
 from oarkit.core.prune.channels import METHODS, PruneResult, prune_to_flops
+from oarkit.core.prune.layerwise import SensitivityTable, table_record
 from oarkit.core.prune.shapes import pruned_shapes, snapshot
 
 logger = logging.getLogger(__name__)
@@ -34,9 +36,10 @@ class PruneTask(TaskWrapper):
     """A kit's task whose model is a checkpoint pruned to a FLOPs target (see the module docstring)."""
 
     def __init__(self, task: Task, *, method: str, checkpoint: str | Path, flops: float,
-                 tolerance: float = 0.05) -> None:
+                 tolerance: float = 0.05, sensitivity: SensitivityTable | None = None) -> None:
         super().__init__(task)
         self.method, self.checkpoint, self.flops, self.tolerance = method, Path(checkpoint), float(flops), tolerance
+        self.sensitivity = sensitivity
         self.result: PruneResult | None = None
         self.changes: dict[str, Any] = {}
 
@@ -54,14 +57,17 @@ class PruneTask(TaskWrapper):
             if self.method == "taylor":
                 self._backward(model, data)
             self.result = prune_to_flops(model.eval(), inputs, self.method, self.flops, tolerance=self.tolerance,
-                                         progress=lambda r, k: logger.debug("pruning %.3f of channels keeps %.3f "
-                                                                            "of FLOPs", r, k))
+                                         sensitivity=self.sensitivity,
+                                         progress=lambda r, k: logger.debug("pruning at %.4g keeps %.3f of FLOPs",
+                                                                            r, k))
         pruned = self.result.model.train()
         self.changes = pruned_shapes(built, pruned)
         params = (sum(p.numel() for p in model.parameters()), sum(p.numel() for p in pruned.parameters()))
-        logger.info("pruned %s (%s): %.1f%% of every channel group removed; FLOPs %.4g -> %.4g (%.3f), parameters "
-                    "%d -> %d", folder, self.method, 100 * self.result.ratio, self.result.flops_before,
-                    self.result.flops_after, self.result.flops_ratio, *params)
+        r = self.result
+        how = f"{100 * r.ratio:.1f}% of every channel group removed" if r.ratio is not None else \
+            f"layer-wise ratios from {self.sensitivity.path} ({len(r.ratios or {})} groups)"
+        logger.info("pruned %s (%s): %s; FLOPs %.4g -> %.4g (%.3f), parameters %d -> %d", folder, self.method, how,
+                    r.flops_before, r.flops_after, r.flops_ratio, *params)
         return pruned
 
     def _backward(self, model: nn.Module, data: DataModule) -> None:
@@ -78,10 +84,12 @@ class PruneTask(TaskWrapper):
         if self.result is None:
             return meta
         r = self.result
-        return {**meta, "prune": {"method": self.method, "tool": "Torch-Pruning (DepGraph)", "flops": self.flops,
-                                  "channel_ratio": round(r.ratio, 6), "flops_before": r.flops_before,
-                                  "flops_after": r.flops_after, "checkpoint": str(self.checkpoint),
-                                  "modules": self.changes}}
+        record = {"method": self.method, "tool": "Torch-Pruning (DepGraph)", "flops": self.flops,
+                  "channel_ratio": None if r.ratio is None else round(r.ratio, 6), "flops_before": r.flops_before,
+                  "flops_after": r.flops_after, "checkpoint": str(self.checkpoint)}
+        if self.sensitivity is not None and r.ratios is not None:
+            record.update(table_record(self.sensitivity, r.ratios, float(r.threshold or 0.0)))
+        return {**meta, "prune": {**record, "modules": self.changes}}
 
 
 @contextlib.contextmanager
@@ -104,13 +112,17 @@ class StructuredPruning:
         checkpoint: the run (or model directory) to prune.
         flops: the fraction of the model's FLOPs to keep, in (0, 1).
         tolerance: how far (relative) the pruned FLOPs may be from the target.
+        sensitivity: a ``sensitivity.json`` from ``oarkit prune-sensitivity``: each group then loses its own share
+            of channels, chosen by a metric-loss threshold (:mod:`oarkit.core.prune.layerwise`); groups the table
+            does not name keep their width. ``None``: one share for every group.
 
     Raises:
-        ConfigError: an unknown method, a ratio outside (0, 1), no checkpoint given.
+        ConfigError: an unknown method, a ratio outside (0, 1), no checkpoint given, an unreadable table.
         WeightsError: the checkpoint does not exist.
     """
 
-    def __init__(self, method: str, *, checkpoint: str, flops: float = 0.5, tolerance: float = 0.05) -> None:
+    def __init__(self, method: str, *, checkpoint: str, flops: float = 0.5, tolerance: float = 0.05,
+                 sensitivity: str | None = None) -> None:
         import importlib.util
 
         from oarkit.core.engine.checkpoint import checkpoint_folder
@@ -129,10 +141,13 @@ class StructuredPruning:
         checkpoint_folder(checkpoint, "prune.checkpoint")
         self.method, self.checkpoint = method, str(checkpoint)
         self.flops, self.tolerance = float(flops), float(tolerance)
+        self.sensitivity = SensitivityTable.load(sensitivity) if sensitivity else None
+        if self.sensitivity is not None and self.sensitivity.method not in ("", method):
+            logger.info("prune.sensitivity was measured with %s; pruning with %s", self.sensitivity.method, method)
 
     def wrap_task(self, task: Task) -> PruneTask:
         return PruneTask(task, method=self.method, checkpoint=self.checkpoint, flops=self.flops,
-                         tolerance=self.tolerance)
+                         tolerance=self.tolerance, sensitivity=self.sensitivity)
 
     def callbacks(self) -> list[Any]:
         return []
