@@ -187,7 +187,8 @@ class DistillTask(TaskWrapper):
 
     def _soft_terms(self, student_out: Any, teacher_out: Any) -> list[torch.Tensor]:
         pairs = zip(self.inner.distill_logits(student_out), self.inner.distill_logits(teacher_out), strict=True)
-        return [kd_loss(s, t.detach(), self.temperature, dim) for (s, dim), (t, _) in pairs]
+        return [kd_loss(*self.inner.align_distill_logits(s, t.detach(), dim), self.temperature, dim)
+                for (s, dim), (t, _) in pairs]
 
     def _unlabeled_terms(self, model: nn.Module, device: torch.device) -> list[torch.Tensor]:
         """The soft-target terms on a batch of unlabeled images; which images is fixed by the seed and the step,

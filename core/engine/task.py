@@ -149,6 +149,12 @@ class Task(ABC):
         raise ConfigError(f"{type(self).__name__} declares no logits to distill (Task.distill_logits); distill= "
                           "works on the tasks that do (clas, seg, det, ocr rec and det, nlp text classification)")
 
+    def align_distill_logits(self, student: torch.Tensor, teacher: torch.Tensor,
+                             dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """A student's and a teacher's logits made comparable where the kit knows how (a recognizer whose
+        training forward pools to another sequence length than its eval forward); unchanged by default."""
+        return student, teacher
+
     def unlabeled_dataset(self, data: DataModule, root: str) -> Any:
         """A dataset of the images under ``root`` (no labels), each sample the model's input as ``data``'s training
         transform makes it, for ``distill=ssld distill.unlabeled_root=DIR``; tasks that take unlabeled data

@@ -189,6 +189,15 @@ class TextRecognitionTask(Task):
     def validation_step(self, model: nn.Module, batch: Any) -> list[Decoded]:
         return self.decode(step_probabilities(model(batch["image"])))
 
+    def align_distill_logits(self, student: torch.Tensor, teacher: torch.Tensor,
+                             dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """PP-LCNetV3 recognizers pool a line to 40 steps in training and to width / 8 steps in eval (Paddle's
+        backbone does the same): the teacher's eval steps are resampled to the student's count."""
+        if student.shape[1] != teacher.shape[1] and student.shape[0] == teacher.shape[0]:
+            teacher = nn.functional.interpolate(teacher.transpose(1, 2), size=student.shape[1], mode="linear",
+                                                align_corners=False).transpose(1, 2)
+        return student, teacher
+
     def distill_logits(self, outputs: Any) -> list[tuple[torch.Tensor, int]]:
         """The CTC logits ``[B, T, C]`` (a training dict's ``ctc``; an eval output's probabilities as their logs):
         PP-OCR's CML distills the CTC head; guidance heads train on labels only."""
