@@ -53,6 +53,7 @@ class PruneResult:
     trials: int
     ratios: dict[str, float] | None = None  #: layer-wise: each group's fraction, by root layer path
     threshold: float | None = None  #: layer-wise: the metric-loss threshold that gave them
+    round_to: int | None = None  #: every pruned width is a multiple of it (``None``: not rounded)
 
     @property
     def flops_ratio(self) -> float:
@@ -188,7 +189,7 @@ def _fix_attention(attention: list[tuple[nn.Module, str, tuple[nn.Linear, ...]]]
 
 def prune_channels(model: nn.Module, inputs: Sequence[torch.Tensor], method: str, ratio: float,
                    kept: Sequence[str] | None = None, trace: Callable[..., Any] | None = None, *,
-                   ratios: Mapping[str, float] | None = None) -> nn.Module:
+                   ratios: Mapping[str, float] | None = None, round_to: int | None = None) -> nn.Module:
     """Remove ``ratio`` of the channels of every prunable group of ``model``, in place (parameters that carry a
     ``.grad``, from one backward pass, feed the ``taylor`` criterion). ``kept``: paths of the root layers whose
     groups keep their width, and ``trace``: the forward to trace the graph with (both found when not given).
@@ -220,7 +221,7 @@ def prune_channels(model: nn.Module, inputs: Sequence[torch.Tensor], method: str
             model, list(inputs), importance=_importance(method), pruning_ratio=float(ratio), ignored_layers=ignored,
             forward_fn=trace, pruning_ratio_dict=per_group, head_pruning_ratio_dict=per_head,
             num_heads=heads, prune_num_heads=bool(heads), prune_head_dims=not heads,
-            head_pruning_ratio=_head_ratio(ratio, heads))
+            head_pruning_ratio=_head_ratio(ratio, heads), round_to=round_to)
         pruner.step()
     _fix_attention(attention, pruner.num_heads)
     return model
@@ -283,10 +284,14 @@ def _output_shapes(model: nn.Module, inputs: Sequence[torch.Tensor],
 def prune_to_flops(model: nn.Module, inputs: Sequence[torch.Tensor], method: str, target: float, *,
                    tolerance: float = 0.05, max_trials: int = 14,
                    progress: Callable[[float, float], None] | None = None,
-                   sensitivity: SensitivityTable | None = None) -> PruneResult:
+                   sensitivity: SensitivityTable | None = None, round_to: int | None = None) -> PruneResult:
     """Prune a copy of ``model`` until its FLOPs on ``inputs`` are ``target`` times the original's, within
     ``tolerance`` (relative), by bisecting the fraction of channels each group loses, or, with a ``sensitivity``
     table, the metric-loss threshold that gives each group its own fraction (:mod:`oarkit.core.prune.layerwise`).
+
+    ``round_to`` keeps each pruned width a multiple of it (CPU kernels run multiples of 8 much faster: a model
+    pruned to odd widths can be slower than the original); where the target cannot be met so, the widths are
+    left unrounded, with a warning.
 
     Raises:
         ConfigError: ``target`` outside (0, 1), or no fraction reaches the target within the tolerance (the
@@ -306,12 +311,15 @@ def prune_to_flops(model: nn.Module, inputs: Sequence[torch.Tensor], method: str
         _check_table(model, sensitivity, prunable)
         low, high, max_trials = 0.0, sensitivity.max_threshold, max(max_trials, 24)  # a flat start needs more steps
     best: tuple[float, float, nn.Module, dict[str, float] | None] | None = None  # (error, value, model, ratios)
+    tried: list[tuple[float, float]] = []  # (value, kept share)
     trials = 0
     for trials in range(1, max_trials + 1):  # noqa: B007 - the count is reported
         value = (low + high) / 2
         ratios = None if sensitivity is None else sensitivity.ratios_at(value, prunable.groups)
-        candidate = prune_channels(_copy_with_gradients(model), inputs, method, value, fixed, trace, ratios=ratios)
+        candidate = prune_channels(_copy_with_gradients(model), inputs, method, value, fixed, trace, ratios=ratios,
+                                   round_to=round_to)
         kept = count_flops(candidate, inputs) / max(before, 1)
+        tried.append((value, kept))
         if progress is not None:
             progress(value, kept)
         error = abs(kept / target - 1.0)
@@ -321,7 +329,17 @@ def prune_to_flops(model: nn.Module, inputs: Sequence[torch.Tensor], method: str
             break
         low, high = (value, high) if kept > target else (low, value)
     assert best is not None
+    if best[0] > tolerance and round_to and sensitivity is None:
+        mixed = _mixed_ratios(model, inputs, method, target, tried, prunable, before, round_to, max_trials)
+        if mixed is not None and mixed[0] < best[0]:
+            best = mixed
     error, value, pruned, ratios = best
+    if error > tolerance and round_to:
+        logger.warning("prune.round_to=%d: no width rounded to a multiple of %d brings the model within %.0f%% of "
+                       "prune.flops=%g; pruning to unrounded widths instead", round_to, round_to, 100 * tolerance,
+                       target)
+        return prune_to_flops(model, inputs, method, target, tolerance=tolerance, max_trials=max_trials,
+                              progress=progress, sensitivity=sensitivity)
     if error > tolerance:
         kept_share = count_flops(pruned, inputs) / max(before, 1)
         if sensitivity is not None:
@@ -338,9 +356,40 @@ def prune_to_flops(model: nn.Module, inputs: Sequence[torch.Tensor], method: str
                           "this architecture has an output Torch-Pruning's graph does not see: report it")
     pruned.zero_grad(set_to_none=True)
     model.zero_grad(set_to_none=True)
-    if sensitivity is None:
-        return PruneResult(pruned, value, before, count_flops(pruned, inputs), trials)
-    return PruneResult(pruned, None, before, count_flops(pruned, inputs), trials, ratios=ratios, threshold=value)
+    if sensitivity is None:  # one share for every group, or two (rounded widths, see _mixed_ratios)
+        return PruneResult(pruned, value if ratios is None else None, before, count_flops(pruned, inputs), trials,
+                           ratios=ratios, round_to=round_to)
+    return PruneResult(pruned, None, before, count_flops(pruned, inputs), trials, ratios=ratios, threshold=value,
+                       round_to=round_to)
+
+
+def _mixed_ratios(model: nn.Module, inputs: Sequence[torch.Tensor], method: str, target: float,
+                  tried: list[tuple[float, float]], prunable: Prunable, before: int, round_to: int,
+                  max_trials: int) -> tuple[float, float, nn.Module, dict[str, float]] | None:
+    """Rounded widths move in steps, and one share for every group can jump over the target (every 64-wide
+    group loses its next 8 channels at once). Between the two shares around the target, give the larger to the
+    first ``k`` groups and the smaller to the rest, and bisect ``k``: the best ``(error, k, model, ratios)``."""
+    above = [v for v, kept in tried if kept > target]
+    below = [v for v, kept in tried if kept < target]
+    if not above or not below:
+        return None
+    mild, strong = max(above), min(below)
+    groups = list(prunable.groups)
+    low, high = 0, len(groups)
+    best = None
+    for _ in range(max_trials):
+        if high - low < 1:
+            break
+        k = (low + high + 1) // 2
+        ratios = {g: (strong if i < k else mild) for i, g in enumerate(groups)}
+        candidate = prune_channels(_copy_with_gradients(model), inputs, method, 0.0, prunable.kept, prunable.trace,
+                                   ratios=ratios, round_to=round_to)
+        kept = count_flops(candidate, inputs) / max(before, 1)
+        error = abs(kept / target - 1.0)
+        if best is None or error < best[0]:
+            best = (error, float(k), candidate, ratios)
+        low, high = (k, high) if kept > target else (low, k - 1)
+    return best
 
 
 def _check_table(model: nn.Module, table: SensitivityTable, prunable: Prunable) -> None:

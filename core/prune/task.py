@@ -36,8 +36,10 @@ class PruneTask(TaskWrapper):
     """A kit's task whose model is a checkpoint pruned to a FLOPs target (see the module docstring)."""
 
     def __init__(self, task: Task, *, method: str, checkpoint: str | Path, flops: float,
-                 tolerance: float = 0.05, sensitivity: SensitivityTable | None = None) -> None:
+                 tolerance: float = 0.05, sensitivity: SensitivityTable | None = None,
+                 round_to: int | None = 8) -> None:
         super().__init__(task)
+        self.round_to = round_to
         self.method, self.checkpoint, self.flops, self.tolerance = method, Path(checkpoint), float(flops), tolerance
         self.sensitivity = sensitivity
         self.result: PruneResult | None = None
@@ -57,7 +59,7 @@ class PruneTask(TaskWrapper):
             if self.method == "taylor":
                 self._backward(model, data)
             self.result = prune_to_flops(model.eval(), inputs, self.method, self.flops, tolerance=self.tolerance,
-                                         sensitivity=self.sensitivity,
+                                         sensitivity=self.sensitivity, round_to=self.round_to,
                                          progress=lambda r, k: logger.debug("pruning at %.4g keeps %.3f of FLOPs",
                                                                             r, k))
         pruned = self.result.model.train()
@@ -86,9 +88,11 @@ class PruneTask(TaskWrapper):
         r = self.result
         record = {"method": self.method, "tool": "Torch-Pruning (DepGraph)", "flops": self.flops,
                   "channel_ratio": None if r.ratio is None else round(r.ratio, 6), "flops_before": r.flops_before,
-                  "flops_after": r.flops_after, "checkpoint": str(self.checkpoint)}
+                  "flops_after": r.flops_after, "round_to": r.round_to, "checkpoint": str(self.checkpoint)}
         if self.sensitivity is not None and r.ratios is not None:
             record.update(table_record(self.sensitivity, r.ratios, float(r.threshold or 0.0)))
+        elif r.ratios is not None:  # rounded widths: two shares between the groups
+            record["layer_ratios"] = {n: round(v, 6) for n, v in r.ratios.items()}
         return {**meta, "prune": {**record, "modules": self.changes}}
 
 
@@ -115,6 +119,9 @@ class StructuredPruning:
         sensitivity: a ``sensitivity.json`` from ``oarkit prune-sensitivity``: each group then loses its own share
             of channels, chosen by a metric-loss threshold (:mod:`oarkit.core.prune.layerwise`); groups the table
             does not name keep their width. ``None``: one share for every group.
+        round_to: keep every pruned width a multiple of this (8: what CPU and GPU kernels run fastest; odd widths
+            can make a pruned model slower than the original); ``null`` leaves widths unrounded. Where the target
+            cannot be met with rounded widths, they are left unrounded with a warning.
 
     Raises:
         ConfigError: an unknown method, a ratio outside (0, 1), no checkpoint given, an unreadable table.
@@ -122,7 +129,7 @@ class StructuredPruning:
     """
 
     def __init__(self, method: str, *, checkpoint: str, flops: float = 0.5, tolerance: float = 0.05,
-                 sensitivity: str | None = None) -> None:
+                 sensitivity: str | None = None, round_to: int | None = 8) -> None:
         import importlib.util
 
         from oarkit.core.engine.checkpoint import checkpoint_folder
@@ -138,6 +145,9 @@ class StructuredPruning:
                               "(0.5 halves them)")
         if not 0.0 < float(tolerance) < 0.5:
             raise ConfigError(f"prune.tolerance={tolerance} must be in (0, 0.5)")
+        if round_to is not None and int(round_to) < 1:
+            raise ConfigError(f"prune.round_to={round_to} must be a positive channel count (8) or null")
+        self.round_to = None if round_to is None else int(round_to)
         checkpoint_folder(checkpoint, "prune.checkpoint")
         self.method, self.checkpoint = method, str(checkpoint)
         self.flops, self.tolerance = float(flops), float(tolerance)
@@ -147,7 +157,7 @@ class StructuredPruning:
 
     def wrap_task(self, task: Task) -> PruneTask:
         return PruneTask(task, method=self.method, checkpoint=self.checkpoint, flops=self.flops,
-                         tolerance=self.tolerance, sensitivity=self.sensitivity)
+                         tolerance=self.tolerance, sensitivity=self.sensitivity, round_to=self.round_to)
 
     def callbacks(self) -> list[Any]:
         return []

@@ -21,6 +21,8 @@ from oarkit.core.prune import (
 )
 from oarkit.core.registry import create_model
 
+from .conftest import assert_resume_bit_exact
+
 pytest.importorskip("torch_pruning")
 RECIPE = "clas/pp_lcnet_x0_5_digits_32x32"
 
@@ -120,21 +122,22 @@ def test_a_pruned_run_trains_reloads_evaluates_and_exports_verified(colour_clas_
 
 
 def test_a_resumed_taylor_pruned_run_is_bit_exact(colour_clas_run, colour_clas_root, tmp_path):
-    from safetensors.torch import load_file
+    args = _args(colour_clas_root, tmp_path / "unused", "trainer.max_epochs=2", "prune=taylor",
+                 f"prune.checkpoint={colour_clas_run}", "trainer.ema_decay=null")[3:]
+    assert_resume_bit_exact(RECIPE, [a for a in args if not a.startswith("output_dir=")], tmp_path)
 
-    from oarkit.core.config import build_trainer, load_config
-    from oarkit.core.engine.callbacks import Callback
 
-    args = ["trainer.max_epochs=2", "prune=taylor", f"prune.checkpoint={colour_clas_run}", "trainer.ema_decay=null"]
-    assert main(_args(colour_clas_root, tmp_path / "whole", *args)) == 0
+def test_pruned_widths_are_rounded_to_multiples_of_eight_where_the_target_allows(caplog):
+    model = create_model("clas/resnet18_vd", num_classes=4).eval()
+    inputs = (torch.randn(1, 3, 64, 64),)
+    result = prune_to_flops(model, inputs, "l1", 0.5, round_to=8)
+    assert result.round_to == 8 and abs(result.flops_ratio / 0.5 - 1) <= 0.05
+    widths = [m.out_channels for m in result.model.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert widths and all(w % 8 == 0 for w in widths)
+    # PP-LCNet x0.25 starts at 8 channels: rounding cannot reach 0.4 of its FLOPs, so widths stay unrounded
+    tiny = create_model("clas/pp_lcnet_x0_25", num_classes=4).eval()
+    with caplog.at_level("WARNING"):
+        unrounded = prune_to_flops(tiny, (torch.randn(1, 3, 32, 32),), "l1", 0.4, round_to=64)
+    assert unrounded.round_to is None and abs(unrounded.flops_ratio / 0.4 - 1) <= 0.05
+    assert "pruning to unrounded widths instead" in caplog.text
 
-    class StopAfterFirstEpoch(Callback):
-        def on_train_epoch_end(self, trainer, row) -> None:
-            trainer.should_stop = True
-
-    build_trainer(load_config(RECIPE, _args(colour_clas_root, tmp_path / "halves", *args)[3:]),
-                  callbacks=[StopAfterFirstEpoch()]).fit()
-    assert main(["train", "--resume", str(tmp_path / "halves" / "last")]) == 0
-    whole = load_file(str(tmp_path / "whole" / "last" / "model.safetensors"))
-    halves = load_file(str(tmp_path / "halves" / "last" / "model.safetensors"))
-    assert whole.keys() == halves.keys() and all(torch.equal(whole[k], halves[k]) for k in whole)
