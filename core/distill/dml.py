@@ -61,10 +61,10 @@ class MutualLearningTask(TaskWrapper):
 
     def parameter_groups(self, model: nn.Module, *, decay_norm_and_bias: bool = False) -> list[dict[str, Any]] | None:
         groups = self.inner.parameter_groups(model, decay_norm_and_bias=decay_norm_and_bias)
+        peer = None  # the peer is grouped as the task groups the student (layer-wise LR decay, say)
         if groups is not None and self.peer is not None:
-            groups = [*groups, *(self.inner.parameter_groups(self.peer, decay_norm_and_bias=decay_norm_and_bias)
-                                 or [])]
-        return extras_groups(self, model, groups, decay_norm_and_bias)
+            peer = self.inner.parameter_groups(self.peer, decay_norm_and_bias=decay_norm_and_bias)
+        return extras_groups(self, model, groups, decay_norm_and_bias, extra=peer)
 
     def training_step(self, model: nn.Module, batch: Any) -> dict[str, torch.Tensor]:
         if self.peer is None:

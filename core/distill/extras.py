@@ -55,14 +55,16 @@ class ExtrasState(Callback):
             self.owner.extras.load_state_dict(state["weights"])
 
 
-def extras_groups(owner: Any, model: nn.Module, groups: list[dict[str, Any]] | None,
-                  decay_norm_and_bias: bool) -> list[dict[str, Any]] | None:
-    """``groups`` (the task's, or the default ones of ``model``) plus the default groups of ``owner.extras``,
-    moved to ``model``'s device; ``groups`` unchanged when there are no extras."""
+def extras_groups(owner: Any, model: nn.Module, groups: list[dict[str, Any]] | None, decay_norm_and_bias: bool,
+                  extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]] | None:
+    """``groups`` (the task's, or the default ones of ``model``) plus ``extra`` (the groups of ``owner.extras``;
+    their default groups when not given), the extras moved to ``model``'s device; ``groups`` unchanged when there
+    are no extras."""
     extras: nn.Module = owner.extras
     if not any(True for _ in extras.parameters()):
         return groups
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     extras.to(device)
     average_gradients_across_ranks(extras)
-    return [*(groups or default_groups(model, decay_norm_and_bias)), *default_groups(extras, decay_norm_and_bias)]
+    return [*(groups or default_groups(model, decay_norm_and_bias)),
+            *(extra if extra is not None else default_groups(extras, decay_norm_and_bias))]
