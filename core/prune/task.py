@@ -66,8 +66,14 @@ class PruneTask(TaskWrapper):
         self.changes = pruned_shapes(built, pruned)
         params = (sum(p.numel() for p in model.parameters()), sum(p.numel() for p in pruned.parameters()))
         r = self.result
-        how = f"{100 * r.ratio:.1f}% of every channel group removed" if r.ratio is not None else \
-            f"layer-wise ratios from {self.sensitivity.path} ({len(r.ratios or {})} groups)"
+        if r.ratio is not None:
+            how = f"{100 * r.ratio:.1f}% of every channel group removed"
+        elif self.sensitivity is not None:
+            how = f"layer-wise ratios from {self.sensitivity.path} ({len(r.ratios or {})} groups)"
+        else:  # two shares, so that the widths stay multiples of round_to (prune_to_flops)
+            shares = sorted(set((r.ratios or {}).values()))
+            how = (f"{100 * shares[0]:.1f}% to {100 * shares[-1]:.1f}% of each channel group removed, widths "
+                   f"multiples of {r.round_to}")
         logger.info("pruned %s (%s): %s; FLOPs %.4g -> %.4g (%.3f), parameters %d -> %d", folder, self.method, how,
                     r.flops_before, r.flops_after, r.flops_ratio, *params)
         return pruned

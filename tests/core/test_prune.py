@@ -141,3 +141,15 @@ def test_pruned_widths_are_rounded_to_multiples_of_eight_where_the_target_allows
     assert unrounded.round_to is None and abs(unrounded.flops_ratio / 0.4 - 1) <= 0.05
     assert "pruning to unrounded widths instead" in caplog.text
 
+
+def test_a_run_pruned_with_rounded_widths_split_between_two_shares_records_them(colour_clas_root, tmp_path):
+    run, pruned = tmp_path / "resnet", tmp_path / "pruned"
+    base = [a.replace("clas/pp_lcnet_x0_25", "clas/resnet18_vd") for a in _args(colour_clas_root, run)]
+    assert main([*base, "trainer.max_epochs=1"]) == 0
+    assert main([*[a.replace(f"output_dir={run}", f"output_dir={pruned}") for a in base], "trainer.max_epochs=1",
+                 "prune=l1", f"prune.checkpoint={run}", "prune.flops=0.5"]) == 0
+    record = json.loads((pruned / "best" / "meta.json").read_text())["prune"]
+    assert record["round_to"] == 8 and record["channel_ratio"] is None  # one share jumps over 0.5 on ResNet18-vd
+    assert len(set(record["layer_ratios"].values())) == 2
+    assert abs(record["flops_after"] / record["flops_before"] / 0.5 - 1) <= 0.05
+
