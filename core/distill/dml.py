@@ -40,7 +40,6 @@ class MutualLearningTask(TaskWrapper):
         super().__init__(task)
         self.temperature, self.alpha, self.peer_seed = float(temperature), float(alpha), int(peer_seed)
         self.peer: nn.Module | None = None
-        self.step = 0
 
     @property
     def extras(self) -> nn.Module:
@@ -76,7 +75,8 @@ class MutualLearningTask(TaskWrapper):
         after = rng_state()
         set_rng_state(draws)  # the peer sees the batch as the student did
         self.peer.train(model.training)
-        with record_calls(self.peer, self.inner.distill_layers(self.peer)) as peer_calls:
+        peer_layers = self.inner.distill_layers(self.peer)
+        with record_calls(self.peer, peer_layers) as peer_calls:
             peer_losses = self.inner.training_step(self.peer, batch)
         set_rng_state(after)
         if not calls or len(calls) != len(peer_calls):
@@ -85,11 +85,10 @@ class MutualLearningTask(TaskWrapper):
         own, peer = [], []
         for call, peer_call in zip(calls, peer_calls):
             mine = self.inner.distill_logits(call_outputs(call, layers))
-            theirs = self.inner.distill_logits(call_outputs(peer_call, self.inner.distill_layers(self.peer)))
+            theirs = self.inner.distill_logits(call_outputs(peer_call, peer_layers))
             for (s, dim), (p, _) in zip(mine, theirs, strict=True):
                 own.append(kd_loss(s, p.detach(), self.temperature, dim))
                 peer.append(kd_loss(p, s.detach(), self.temperature, dim))
-        self.step += 1
         mutual, peer_mutual = torch.stack(own).mean(), torch.stack(peer).mean()
         keep = 1.0 - self.alpha
         total = keep * (losses["loss"] + peer_losses["loss"]) + self.alpha * (mutual + peer_mutual)

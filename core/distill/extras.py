@@ -37,7 +37,8 @@ def average_gradients_across_ranks(module: nn.Module) -> None:
 
 
 class ExtrasState(Callback):
-    """Saves and restores the wrapper's extra modules and its step count with the run's training state."""
+    """Saves and restores the wrapper's extra modules, and its step count where it keeps one (the draw of
+    unlabeled batches), with the run's training state."""
 
     all_ranks = True
 
@@ -45,12 +46,15 @@ class ExtrasState(Callback):
         self.owner = owner
 
     def state_dict(self) -> dict[str, Any]:
-        extras = self.owner.extras
-        return {"step": int(self.owner.step),
-                "weights": {k: v.detach().cpu().clone() for k, v in extras.state_dict().items()}}
+        state: dict[str, Any] = {"weights": {k: v.detach().cpu().clone()
+                                             for k, v in self.owner.extras.state_dict().items()}}
+        if hasattr(self.owner, "step"):
+            state["step"] = int(self.owner.step)
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.owner.step = int(state.get("step", 0))
+        if "step" in state:
+            self.owner.step = int(state["step"])
         if state.get("weights"):
             self.owner.extras.load_state_dict(state["weights"])
 
