@@ -3,8 +3,9 @@
 Importing the kit registers its models (``ocr/...``), its task ids ``ocr/det``, ``ocr/rec`` and ``ocr/cls``
 (:class:`oarkit.core.kits.TaskEntry`: tasks, the ``OCR`` predictor, ``export_source``, synthetic datasets), the
 task id ``ocr`` of an exported det → (cls →) rec pipeline folder (what ``pipeline.yaml`` names; ``oarkit predict
-FOLDER IMAGE`` runs it with ``OCR``), the ``oarkit ocr`` command, and the deploy-pipeline glue ``ocr/det_rec`` /
-``ocr/det_cls_rec``.
+FOLDER IMAGE`` runs it with ``OCR``), the ``oarkit ocr`` command, the deploy-pipeline glue ``ocr/det_rec`` /
+``ocr/det_cls_rec``, and document parsing (:class:`DocParser`: the ``oarkit doc`` command and the task id
+``ocr/doc``, whose pipeline name ``doc`` serves it: ``oarkit serve doc``).
 """
 
 from functools import partial
@@ -16,6 +17,8 @@ from oarkit.ocr import models  # noqa: F401  (registers the ocr/ models)
 from oarkit.ocr.charset import CharDictionary
 from oarkit.ocr.cli import OCR_COMMAND
 from oarkit.ocr.data import OCRClsData, OCRDetData, OCRRecData
+from oarkit.ocr.doc import DocParser, DocResult
+from oarkit.ocr.doc.cli import DOC_COMMAND
 from oarkit.ocr.export import PIPELINE_TASK_ID, export_pipeline, export_source
 from oarkit.ocr.losses import CTCLoss, DBLoss
 from oarkit.ocr.metrics import ClsMetric, DetMetric, RecMetric, character_error_rate, edit_distance
@@ -47,8 +50,19 @@ register_task(TaskEntry(task_id=PIPELINE_TASK_ID, task_class=None, predictor=_pr
                         pipeline_name=PIPELINE_TASK_ID, paddlex=PADDLEX_ROUTE))
 register_command(OCR_COMMAND)
 
+
+def _doc_parser(source: Any, device: str = "cpu") -> DocParser:
+    return DocParser(device=device)
+
+
+# `oarkit predict doc PAGE` / `oarkit serve doc`: the default DocParser (a page in, its DocResult.to_dict() out)
+register_task(TaskEntry(task_id="ocr/doc", task_class=None, predictor=_doc_parser, input_suffixes=IMAGE_SUFFIXES,
+                        pipeline_name="doc"))
+register_command(DOC_COMMAND)
+
 __all__ = [
-    "DATASETS", "OCR", "CTCLoss", "CharDictionary", "ClsMetric", "DBLoss", "DBPostProcess", "DetMetric", "OCRClsData",
+    "DATASETS", "OCR", "CTCLoss", "CharDictionary", "ClsMetric", "DBLoss", "DBPostProcess", "DetMetric", "DocParser",
+    "DocResult", "OCRClsData",
     "OCRDetData", "OCRLine", "OCRRecData", "OCRResult", "Predictor", "RecMetric", "TextDetectionTask",
     "TextOrientationTask", "TextRecognitionTask", "character_error_rate", "ctc_greedy_decode", "edit_distance",
     "export_pipeline", "export_source", "render_line", "render_page", "write_det_set", "write_rec_set",
