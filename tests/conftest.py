@@ -169,3 +169,135 @@ def _check_pruned(run: Path, float_run: Path, flops: float = 0.5, data: Path | N
 def check_pruned():
     """:func:`_check_pruned`, for the kits' pruning tests."""
     return _check_pruned
+
+
+# -- web pages in a headless Chromium (tests/*/test_web*.py) -----------------------------------------------------------
+#: Debian's chromium (``make web-deps`` installs it); playwright's own browser downloads are not reachable here
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+class StaticServer:
+    """A threaded ``http.server`` on 127.0.0.1 serving one folder, optionally cross-origin isolated (COOP/COEP
+    headers, so that the page may run onnxruntime-web's wasm threads)."""
+
+    def __init__(self, folder: Path, *, isolated: bool = False) -> None:
+        import functools
+        import threading
+        from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(SimpleHTTPRequestHandler):
+            extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".js": "text/javascript",
+                              ".mjs": "text/javascript", ".wasm": "application/wasm", ".json": "application/json"}
+
+            def end_headers(self) -> None:
+                self.send_header("Cache-Control", "no-store")
+                if isolated:
+                    self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+                    self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+                super().end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                pass
+
+        self.folder = Path(folder)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(self.folder)))
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+#: builds the input ``predict`` gets from a URL, by kind (the page API takes all of them)
+WEB_INPUTS = {
+    "url": "async (url) => url",
+    "blob": "async (url) => await (await fetch(url)).blob()",
+    "img": "async (url) => { const im = new Image(); im.src = url; await im.decode(); return im; }",
+    "bitmap": "async (url) => await createImageBitmap(await (await fetch(url)).blob(), "
+              "{colorSpaceConversion: 'none', premultiplyAlpha: 'none'})",
+    "imagedata": "async (url) => { const b = await createImageBitmap(await (await fetch(url)).blob(), "
+                 "{colorSpaceConversion: 'none', premultiplyAlpha: 'none'}); const c = new OffscreenCanvas(b.width, "
+                 "b.height).getContext('2d'); c.drawImage(b, 0, 0); return c.getImageData(0, 0, b.width, b.height); }",
+}
+
+
+class WebPage:
+    """A page of a web export open in Chromium, with every URL it requested (``requests``) and its console errors.
+
+    ``predict(url, kind=...)`` awaits ``window.oarkit.ready`` and returns ``window.oarkit.predict(input)``, the input
+    built from ``url`` as ``kind`` says (``url``, ``blob``, ``img``, ``bitmap``, ``imagedata``).
+    """
+
+    def __init__(self, context: Any, url: str, timeout_s: float = 60.0) -> None:
+        self.context, self.requests, self.errors = context, [], []
+        self.page = context.new_page()
+        self.page.set_default_timeout(timeout_s * 1000)
+        self.page.on("request", lambda request: self.requests.append(request.url))
+        self.page.on("console", lambda msg: self.errors.append(msg.text) if msg.type == "error" else None)
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.page.goto(url)
+
+    def ready(self) -> None:
+        self.page.evaluate("async () => { await window.oarkit.ready; }")
+
+    def predict(self, image_url: str, kind: str = "url", options: dict[str, Any] | None = None) -> Any:
+        return self.page.evaluate(
+            f"async ([url, options]) => {{ await window.oarkit.ready; const make = {WEB_INPUTS[kind]}; "
+            "return await window.oarkit.predict(await make(url), options); }", [image_url, options or {}])
+
+    def evaluate(self, script: str, arg: Any = None) -> Any:
+        return self.page.evaluate(script, arg)
+
+    def foreign_requests(self, host: str = "127.0.0.1") -> list[str]:
+        """Requested URLs not on ``host`` (``data:`` and ``blob:`` URLs are the page's own)."""
+        from urllib.parse import urlparse
+
+        return [u for u in self.requests if not u.startswith(("data:", "blob:")) and urlparse(u).hostname != host]
+
+
+@pytest.fixture(scope="session")
+def web_browser() -> Iterator[Any]:
+    """A headless Debian Chromium driven by playwright, one per session; skipped when either is missing."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing: `make web-deps` installs Debian's chromium (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is missing: pip install 'oarkit[web]'")
+    with sync_api.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="session")
+def web_server() -> Iterator[Any]:
+    """``serve(folder, isolated=False) -> base URL``: static servers on 127.0.0.1, closed at the session's end."""
+    servers: list[StaticServer] = []
+
+    def serve(folder: Path, *, isolated: bool = False) -> str:
+        servers.append(StaticServer(folder, isolated=isolated))
+        return servers[-1].url
+
+    yield serve
+    for server in servers:
+        server.close()
+
+
+@pytest.fixture
+def open_web_page(web_browser: Any) -> Iterator[Any]:
+    """``open(url, viewport=(1100, 800)) -> WebPage``; the pages' browser contexts are closed after the test."""
+    contexts: list[Any] = []
+
+    def open_page(url: str, *, viewport: tuple[int, int] = (1100, 800), timeout_s: float = 60.0) -> WebPage:
+        contexts.append(web_browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
+                                                service_workers="block"))
+        return WebPage(contexts[-1], url, timeout_s=timeout_s)
+
+    yield open_page
+    for context in contexts:
+        context.close()
