@@ -147,7 +147,8 @@ def main() -> None:
               f"{r['cold_ready_s_1']:.2f} | {r['cold_first_s_1']:.2f} | {r['browser_ms_1']:.0f} | "
               f"{r['python_ms_1']:.0f} | {r['browser_ms_1'] / r['python_ms_1']:.2f}x | {r['browser_ms_2']:.0f} | "
               f"{r['python_ms_2']:.0f} | {r['browser_ms_2'] / r['python_ms_2']:.2f}x |")
-    print(f"\nPaddle.js OCR's download: {paddle:.1f} MB ({', '.join(f'{k} {v} MB' for k, v in PADDLEJS_OCR_MB.items())})")
+    parts = ", ".join(f"{k} {v} MB" for k, v in PADDLEJS_OCR_MB.items())
+    print(f"\nPaddle.js OCR's download: {paddle:.1f} MB ({parts})")
 
 
 if __name__ == "__main__":
