@@ -15,6 +15,7 @@ from oarkit.clas.metrics import ClassificationMetric
 from oarkit.clas.paddlex_route import PADDLEX_ROUTE
 from oarkit.clas.predictor import ClassificationResult, Classifier
 from oarkit.clas.task import ClassificationTask
+from oarkit.clas.web_export import web_export
 from oarkit.core.data.images import IMAGE_SUFFIXES
 from oarkit.core.engine.evaluation import evaluate_run as evaluate
 from oarkit.core.kits import TaskEntry, register_task
@@ -32,7 +33,7 @@ register_task(TaskEntry(
     task_id="clas", task_class=ClassificationTask, predictor=Classifier, predict_options=("topk",),
     export_source=export_source, datasets=DATASETS, card_metric="imagenet_top1",
     pictures=("confusion_matrix.png", "eval_val/confusion_matrix.png"), input_suffixes=IMAGE_SUFFIXES,
-    summary=_summary, paddlex=PADDLEX_ROUTE,
+    summary=_summary, paddlex=PADDLEX_ROUTE, web_export=web_export,
 ))
 
 __all__ = [

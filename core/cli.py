@@ -218,6 +218,47 @@ def _parse_options(items: Sequence[str]) -> dict[str, dict[str, Any]]:
     return options
 
 
+#: ``--format web``: not a registered artifact format but a folder around one, written by the task's web_export
+WEB_FORMAT = "web"
+WEB_DESCRIPTION = ("a static folder that runs the model in the browser on onnxruntime-web (index.html, oarkit.js, "
+                   "the ONNX model, deploy.json)")
+
+
+def default_web_out(source: str) -> Path:
+    """Where ``--format web`` writes without ``--out``: ``<run>/export/web`` for a run (or its best/, last/),
+    ``<folder>/web`` for another folder (a model, export or pipeline folder), ``./<name>_web`` for a registry or
+    pipeline name (``clas/pp_lcnet_x1_0`` -> ``./clas_pp_lcnet_x1_0_web``)."""
+    path = Path(source)
+    if path.is_dir():
+        if path.name in ("best", "last") and (path / "meta.json").exists():
+            return path.parent / "export" / WEB_FORMAT
+        if (path / "best").is_dir() or (path / "last").is_dir():
+            return path / "export" / WEB_FORMAT
+        return path / WEB_FORMAT
+    return Path(f"{str(source).strip('/').replace('/', '_')}_{WEB_FORMAT}")
+
+
+def cmd_export_web(args: argparse.Namespace) -> int:
+    """``oarkit export SOURCE --format web``: the task's web_export writes the folder."""
+    from oarkit.core.kits import source_entry, task_entries
+
+    entry = source_entry(args.source)
+    if entry.web_export is None:
+        able = sorted(e.task_id for e in task_entries().values() if e.web_export is not None)
+        raise OarkitError(f"{entry.task_id!r} models cannot be exported to the web yet; --format web supports the "
+                          f"tasks {', '.join(able) or 'of no installed kit'} (export to onnx instead: --format onnx)")
+    refused = [flag for flag, given in (("--option", args.option), ("--data", args.data)) if given]
+    if refused:
+        raise OarkitError(f"{', '.join(refused)} do not apply to --format web (it always verifies its ONNX model "
+                          "against eager PyTorch); leave them out")
+    out = Path(args.output_dir) if args.output_dir else default_web_out(args.source)
+    kwargs: dict[str, Any] = {"pretrained": False} if args.random_weights else {}
+    folder = entry.web_export(args.source, out=out, quantize=args.quantize, **kwargs)
+    print(f"\n== web export of {args.source} ==\nwrote {folder}: serve it with any static file server, e.g.\n"
+          f"  python -m http.server -d {folder} 8080   # then open http://127.0.0.1:8080/")
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from oarkit.core.export import export, get_format, list_formats
     from oarkit.core.kits import source_entry
@@ -226,9 +267,16 @@ def cmd_export(args: argparse.Namespace) -> int:
         for name in list_formats():
             fmt = get_format(name)
             print(f"{name:<16} {fmt.description}  options: {fmt.options or '-'}")
+        print(f"{WEB_FORMAT:<16} {WEB_DESCRIPTION}  options: -")
         return 0
     if not args.source:
         raise OarkitError("export needs a run directory or a registry name (or --list-formats)")
+    requested = [f.strip() for f in str(args.format).split(",") if f.strip()]
+    if WEB_FORMAT in requested:
+        if requested != [WEB_FORMAT]:
+            raise OarkitError(f"--format web writes a folder of its own and cannot be combined with "
+                              f"{', '.join(f for f in requested if f != WEB_FORMAT)}; run two exports")
+        return cmd_export_web(args)
     entry = source_entry(args.source)
     if entry.export_source is None:
         raise OarkitError(f"{entry.task_id!r} models cannot be exported yet")
@@ -418,15 +466,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_predict)
 
     p = verbs.add_parser("export", help="export a run directory or registry model (onnx, pt2, openvino, executorch, "
-                                        "int8), verify every artifact, print a table")
+                                        "int8, web), verify every artifact, print a table")
     p.add_argument("source", nargs="?", help="a run directory, its best/ or last/, or a registry name")
     p.add_argument("--format", default="onnx",
-                   help="comma-separated formats, or 'all' (see --list-formats); default: onnx")
+                   help="comma-separated formats, or 'all' (see --list-formats), or 'web' (a static web folder); "
+                        "default: onnx")
     p.add_argument("--quantize", choices=["int8"], help="also write the int8 variant of each format")
     p.add_argument("--verify", action="store_true",
                    help="run each artifact against eager PyTorch (errors, latency; the metric with data)")
     p.add_argument("--data", help="dataset root for int8 calibration and the metric (default: the run's own)")
-    p.add_argument("--output-dir", help="where the format folders go (default: <run>/export)")
+    p.add_argument("--output-dir", "--out", dest="output_dir",
+                   help="where the format folders go (default: <run>/export); with --format web, the web folder "
+                        "(default: <run>/export/web, or ./<name>_web for a registry name)")
     p.add_argument("--option", action="append", default=[], metavar="FORMAT.KEY=VALUE",
                    help="a format option, e.g. onnx.opset=18 or executorch.max_batch=8 (repeatable)")
     p.add_argument("--calibration-images", type=int, default=256, help="training images int8 calibration reads")

@@ -85,6 +85,10 @@ class TaskEntry:
         pipeline_name: a MODEL name that stands for the task's default predictor, built with no weights given
             (``ocr``: ``OCR()``'s default pipeline), taken where no folder of that name exists; empty for none.
         paddlex: the PaddleX serving route the task answers under ``oarkit serve``; ``None`` for none.
+        web_export: ``(source, out=Path, quantize=None | "int8") -> Path``: writes the static folder of
+            ``oarkit export SOURCE --format web`` (:func:`oarkit.core.export.web.write_web_folder`) and returns it;
+            ``None`` when the task does not run in the browser. ``pretrained=False`` is passed for
+            ``--random-weights``.
     """
 
     task_id: str
@@ -99,6 +103,7 @@ class TaskEntry:
     summary: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     pipeline_name: str = ""
     paddlex: PaddleXRoute | None = None
+    web_export: Callable[..., Path] | None = None
 
     @property
     def kit(self) -> str:

@@ -26,6 +26,7 @@ from oarkit.det.paddlex_route import PADDLEX_ROUTE
 from oarkit.det.postprocess import NMSConfig, multiclass_nms
 from oarkit.det.predictor import DetectionResult, Detector
 from oarkit.det.task import DetectionTask
+from oarkit.det.web_export import web_export
 
 Predictor = Detector
 DATASETS = {"shapes_det": prepare_det_shapes, "document_page": prepare_document_page}
@@ -33,7 +34,7 @@ DATASETS = {"shapes_det": prepare_det_shapes, "document_page": prepare_document_
 register_task(TaskEntry(
     task_id="det", task_class=DetectionTask, predictor=Detector, export_source=export_source, datasets=DATASETS,
     card_metric="coco_map", pictures=("pr_curve.png", "eval_val/pr_curve.png"), input_suffixes=IMAGE_SUFFIXES,
-    paddlex=PADDLEX_ROUTE,
+    paddlex=PADDLEX_ROUTE, web_export=web_export,
 ))
 register_command(DET_COMMAND)
 

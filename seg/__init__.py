@@ -19,6 +19,7 @@ from oarkit.seg.metrics import SegmentationMetric
 from oarkit.seg.paddlex_route import PADDLEX_ROUTE
 from oarkit.seg.predictor import SegmentationResult, Segmenter
 from oarkit.seg.task import SegmentationExport, SegmentationTask
+from oarkit.seg.web_export import web_export
 
 Predictor = Segmenter
 DATASETS = {"shapes": prepare_shapes, "textures": prepare_textures}
@@ -36,7 +37,7 @@ def _summary(meta: dict[str, Any]) -> dict[str, Any]:
 register_task(TaskEntry(
     task_id="seg", task_class=SegmentationTask, predictor=Segmenter, export_source=export_source, datasets=DATASETS,
     card_metric="*_miou", pictures=("confusion_matrix.png", "eval_val/confusion_matrix.png"),
-    input_suffixes=IMAGE_SUFFIXES, summary=_summary, paddlex=PADDLEX_ROUTE,
+    input_suffixes=IMAGE_SUFFIXES, summary=_summary, paddlex=PADDLEX_ROUTE, web_export=web_export,
 ))
 
 __all__ = [
