@@ -128,7 +128,8 @@ class DocParser:
         shifted = [dataclasses.replace(ln, box=np.asarray(ln.box, np.float32) - np.float32([x0, y0]))
                    for ln in block.lines]
         block.table = self.table(crop, ocr_lines=shifted)
-        block.text = " ".join(" ".join(c.get("text", "") for c in row) for row in _cell_rows(block.table.cells))
+        cells = " ".join(" ".join(c.get("text", "") for c in row) for row in _cell_rows(block.table.cells)).strip()
+        block.text = cells or block_text(block)  # a structure with no cells filled: the table's lines as text
 
 
 def _cell_rows(cells: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

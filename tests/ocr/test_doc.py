@@ -17,6 +17,7 @@ from oarkit.ocr.doc.metrics import normalised_edit_distance, reading_order_dista
 from oarkit.ocr.doc.order import order_blocks
 from oarkit.ocr.pipeline import OCRLine
 from oarkit.ocr.render.document import render_document
+from oarkit.ocr.table import teds
 
 
 def _quad(x0: float, y0: float, x1: float, y1: float) -> np.ndarray:
@@ -85,7 +86,7 @@ def test_normalised_edit_distance() -> None:
 
 @pytest.fixture(scope="module")
 def parser() -> DocParser:
-    return DocParser(table=None)
+    return DocParser()
 
 
 @pytest.mark.parametrize("seed,columns,table", [(0, 2, "ruled"), (1, 1, "borderless")])
@@ -109,6 +110,13 @@ def test_parser_reads_rendered_pages(parser: DocParser, seed: int, columns: int,
     kinds = [b.kind for b in blocks if b.order is not None]
     assert kinds[kinds.index("figure") + 1] == "figure_caption"
     assert "![" in result.markdown and "imgs/" in result.markdown
+    # the table: its structure and cell texts against the rendered one, a pipe table in the Markdown (a plain grid)
+    truth = next(b for b in page.blocks if b.kind == "table")
+    found = [b for b in blocks if b.kind == "table"]
+    assert len(found) == 1 and found[0].table is not None
+    score = teds(found[0].table.html, truth.html)
+    assert score >= 0.9, f"TEDS {score:.3f}: {found[0].table.html}"
+    assert "| " + " | ".join(truth.cells[0]) + " |" in result.markdown
 
 
 def test_pdf_pages_cli_and_saved_outputs(tmp_path) -> None:
@@ -153,3 +161,38 @@ def test_clear_errors(tmp_path, parser: DocParser, capsys) -> None:
 def test_a_blank_page_parses_to_nothing(parser: DocParser) -> None:
     result = parser(np.full((400, 300, 3), 255, np.uint8))
     assert result.markdown.strip() == "" and result.pages[0].blocks == []
+
+
+def test_layout_labels_of_a_pp_doclayout_model_are_filed_by_kind() -> None:
+    """A det model with PP-DocLayout's labels drives DocParser's layout stage as the CDLA model does."""
+    from oarkit.ocr.doc import LayoutDetector
+
+    class Found:  # what a det predictor returns, with PP-DocLayout's label names
+        boxes = np.float32([[10, 10, 500, 40], [10, 60, 500, 300], [10, 320, 500, 500], [12, 62, 498, 298]])
+        scores = np.float32([0.9, 0.95, 0.8, 0.6])
+        labels = ["doc_title", "text", "image", "paragraph_title"]
+
+    blocks = LayoutDetector(lambda page: Found(), threshold=0.5)(np.zeros((600, 600, 3), np.uint8))
+    assert [(b.kind, b.label) for b in blocks] == [("title", "doc_title"), ("text", "text"), ("figure", "image")]
+
+
+def test_served_as_doc_answers_what_the_parser_gives(parser: DocParser) -> None:
+    pytest.importorskip("fastapi")
+    import cv2
+    from fastapi.testclient import TestClient
+
+    from oarkit.core.serve import ServeConfig, create_app
+
+    page = render_document(4, columns=1, table="ruled", size=(900, 700), body_size=15)
+    png = cv2.imencode(".png", cv2.cvtColor(page.image, cv2.COLOR_RGB2BGR))[1].tobytes()
+    with TestClient(create_app(ServeConfig(sources=("doc",)), background_load=False)) as client:
+        answer = client.post("/v1/models/doc/predict", files={"file": ("page.png", png, "image/png")})
+    assert answer.status_code == 200, answer.text
+    got = answer.json()["results"][0]
+    wanted = parser(page.image).to_dict()
+    for result in (got, wanted):
+        result.pop("source")
+        for p in result["pages"]:
+            p.pop("seconds")
+    assert got == wanted
+    assert any(b["class"] == "table" and "<td" in b["table"]["html"] for b in got["pages"][0]["blocks"])
