@@ -3,6 +3,7 @@ boxes, the cells' texts from OCR lines (given, or from ``oarkit.ocr.OCR`` run on
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,8 @@ class TableRecognizer:
         device: where the model runs.
         ocr: the OCR run on crops when no lines are given (an ``oarkit.ocr.OCR``); built on first need.
         batch_size: tables run through the network together (each stops decoding at its own ``eos``).
+        fast: run a copy of the model with batch norms folded into the convolutions, in channels-last memory
+            format (outputs equal to about 1e-5; some 1.5x faster on CPU); ``False`` runs the module as given.
         drop_empty_edge_rows: with OCR lines, drop empty rows at the top and bottom of the structure (SLANet-plus
             reads a white band above a borderless table's top rule as a row; see :func:`.structure.drop_edge_rows`).
 
@@ -39,14 +42,19 @@ class TableRecognizer:
     """
 
     def __init__(self, model: str | nn.Module = DEFAULT_MODEL, *, device: str = "cpu", ocr: Any = None,
-                 batch_size: int = 4, drop_empty_edge_rows: bool = True) -> None:
-        if isinstance(model, str):
+                 batch_size: int = 4, fast: bool = True, drop_empty_edge_rows: bool = True) -> None:
+        built = isinstance(model, str)
+        if built:
             from oarkit.core import create_model
 
             model = create_model(model, pretrained=True)
         if not isinstance(model, nn.Module) or not hasattr(model, "head"):
             raise TypeError(f"TableRecognizer model must be a registry name or a SLANet module, not "
                             f"{type(model).__name__}")
+        self.fast = fast and hasattr(model, "fold_batch_norms")
+        if self.fast:
+            model = (model if built else copy.deepcopy(model)).fold_batch_norms()
+            model = model.to(memory_format=torch.channels_last)
         self.model = model.to(device).eval()
         self.device = device
         self.ocr = ocr
@@ -56,7 +64,8 @@ class TableRecognizer:
     @torch.no_grad()
     def forward_raw(self, batch: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         """The network's ``(structure_probs [B, T, C], loc_preds [B, T, 8])`` on a preprocessed batch."""
-        out = self.model(batch.to(self.device))
+        batch = batch.to(self.device)
+        out = self.model(batch.contiguous(memory_format=torch.channels_last) if self.fast else batch)
         return out["structure_probs"].float().cpu().numpy(), out["loc_preds"].float().cpu().numpy()
 
     def _decode_all(self, images: list[np.ndarray]) -> list[DecodedTable]:

@@ -45,6 +45,14 @@ def rec():
 
 
 @pytest.fixture(scope="module")
+def port(rec):
+    """The port as registered (batch norms unfolded), without the recognizer's inference folding."""
+    from oarkit.core import create_model
+
+    return TableRecognizer(create_model("ocr/slanet_plus", pretrained=True), fast=False)
+
+
+@pytest.fixture(scope="module")
 def session():
     from oarkit.ocr.table.weights import slanet_plus_onnx
 
@@ -54,10 +62,11 @@ def session():
 
 
 @pytest.mark.parametrize("name", ["plain", "merged", "borderless"])
-def test_port_matches_onnxruntime_and_decodes_the_same_html(name, tables, rec, session):
+@pytest.mark.parametrize("folded", [False, True], ids=["as_ported", "folded"])
+def test_port_matches_onnxruntime_and_decodes_the_same_html(name, folded, tables, rec, port, session):
     image = tables[name].image
     batch, metas = preprocess([image])
-    probs, locs = rec.forward_raw(batch)
+    probs, locs = (rec if folded else port).forward_raw(batch)
     ort_locs, ort_probs = session.run(None, {"x": batch.numpy()})
     steps = probs.shape[1]
     # paddle2onnx's Loop slices one step more than Paddle's eval forward returns: an unwritten row (zero logits,
@@ -173,3 +182,13 @@ def test_port_contract_and_errors(rec, monkeypatch):
 
     with pytest.raises(WeightsUnavailableError, match="make install"):
         slanet_plus_onnx()
+
+
+@pytest.mark.slow
+def test_without_lines_the_recognizer_runs_ocr_on_the_crop(tables, rec):
+    """``ocr_lines=None`` builds ``OCR()`` (PP-OCRv6 small) and reads the cells itself (~20 s on 2 busy cores)."""
+    table = tables["merged"]
+    result = rec(table.image)
+    assert rec.ocr is not None
+    assert cell_accuracy(result.cells, table.cells) >= 0.9
+    assert teds(result.html, table.html, ignore_sections=True) >= 0.9
