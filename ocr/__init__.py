@@ -27,6 +27,7 @@ from oarkit.ocr.pipeline import OCR, OCRLine, OCRResult
 from oarkit.ocr.postprocess import DBPostProcess, ctc_greedy_decode
 from oarkit.ocr.render import render_line, render_page, write_det_set, write_rec_set
 from oarkit.ocr.tasks import TextDetectionTask, TextOrientationTask, TextRecognitionTask
+from oarkit.ocr.web_export import web_export as _web_export  # the name stays the submodule
 
 Predictor = OCR.from_source
 DATASETS = {
@@ -46,8 +47,9 @@ for _task_id, _task, _metric in (("ocr/det", TextDetectionTask, "*hmean*"), ("oc
                             input_suffixes=IMAGE_SUFFIXES, paddlex=PADDLEX_ROUTE))
 # the whole pipeline (export_pipeline's pipeline.yaml): predicted with, never trained nor exported again
 # `oarkit predict ocr IMAGE` / `oarkit serve ocr`: the name stands for OCR()'s default pipeline
+# `oarkit export ocr --format web` (or a pipeline folder): the pipeline in the browser (ocr/web/*.js)
 register_task(TaskEntry(task_id=PIPELINE_TASK_ID, task_class=None, predictor=_predictor, input_suffixes=IMAGE_SUFFIXES,
-                        pipeline_name=PIPELINE_TASK_ID, paddlex=PADDLEX_ROUTE))
+                        pipeline_name=PIPELINE_TASK_ID, paddlex=PADDLEX_ROUTE, web_export=_web_export))
 register_command(OCR_COMMAND)
 
 

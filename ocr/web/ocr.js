@@ -106,14 +106,25 @@ export async function createPredictor(ctx) {
                     + "classes besides the blank");
   }
 
+  let timings = {};
+  const clock = () => (typeof performance !== "undefined" ? performance.now() : Date.now());
+
   async function detect(image) {
+    let start = clock();
     const [rh, rw] = detSize(image.height, image.width, det.limit_side_len, det.limit_type);
     const resized = resizeLinear(image, rw, rh);
     const input = normalizeInto(resized, det.mean, det.std, det.bgr !== false, new Float32Array(3 * rh * rw));
+    timings.det_pre_ms = clock() - start;
+    start = clock();
     const prob = await runOne(sessions.det, ort, input, [1, 3, rh, rw]);
+    timings.det_model_ms = clock() - start;
+    start = clock();
     const [ph, pw] = prob.dims.slice(-2);
     const raw = dbBoxes(prob.data, ph, pw, image.height, image.width, det.db, ClipperLib);
-    return filterBoxes(raw.boxes, raw.scores, image.height, image.width);
+    const kept = filterBoxes(raw.boxes, raw.scores, image.height, image.width);
+    timings.db_ms = clock() - start;
+    timings.det_size = [rh, rw];
+    return kept;
   }
 
   async function classify(crops) {
@@ -143,8 +154,12 @@ export async function createPredictor(ctx) {
       const idx = order.slice(start, start + params.rec_batch_size);
       const chunk = idx.map((i) => crops[i]);
       const width = paddedWidth(chunk, height, minWidth);
-      const probs = await runOne(sessions.rec, ort, batchTensor(chunk, height, width, rec.mean, rec.std,
-                                                                 rec.bgr !== false), [chunk.length, 3, height, width]);
+      let t0 = clock();
+      const batch = batchTensor(chunk, height, width, rec.mean, rec.std, rec.bgr !== false);
+      timings.rec_pre_ms += clock() - t0;
+      t0 = clock();
+      const probs = await runOne(sessions.rec, ort, batch, [chunk.length, 3, height, width]);
+      timings.rec_model_ms += clock() - t0;
       const [, steps, classes] = probs.dims;
       if (classes !== characters.length + 1) {
         throw new Error(`the recognizer outputs ${classes} classes but the dictionary has ${characters.length + 1}`);
@@ -158,11 +173,14 @@ export async function createPredictor(ctx) {
   }
 
   async function predict(imageData) {
+    timings = { rec_pre_ms: 0, rec_model_ms: 0 };
     const image = rgbFromImageData(imageData);
     const found = await detect(image);
     const order = readingOrder(found.boxes);
     const boxes = order.map((i) => found.boxes[i]), boxScores = order.map((i) => found.scores[i]);
+    const start = clock();
     let crops = boxes.map((b) => cropBox(image, b));
+    timings.crops_ms = clock() - start;
     if (cls && crops.length) crops = await classify(crops);
     const texts = crops.length ? await recognize(crops) : [];
     const lines = [];
@@ -176,7 +194,9 @@ export async function createPredictor(ctx) {
     return { source: null, text: lines.map((l) => l.text).join("\n"), lines };
   }
 
-  return { predict, render };
+  // the last predict's time per step (pre-processing, each model, DB post-processing, crops), for benchmarks
+  const debug = () => ({ ...timings });
+  return { predict, render, debug };
 }
 
 /** clipper-lib (a classic script that sets globalThis.ClipperLib): loaded once, by a script element in a page or

@@ -88,14 +88,15 @@ export function detSize(height, width, limitSideLen = 960, limitType = "max", mu
 export function normalizeInto(image, mean, std, bgr, out, offset = 0, stride = image.width, planeSize = null) {
   const { data, width, height } = image;
   const plane = planeSize ?? width * height;
+  const lut = new Float32Array(256);
   for (let c = 0; c < 3; c++) {
     const src = bgr ? 2 - c : c;
     const m = f32(mean[c]), s = f32(std[c]);
+    for (let v = 0; v < 256; v++) lut[v] = f32(f32(f32(v / 255) - m) / s); // the float32 steps numpy takes
     const base = offset + c * plane;
     for (let y = 0; y < height; y++) {
-      for (let x = 0; x < width; x++) {
-        out[base + y * stride + x] = f32(f32(f32(data[(y * width + x) * 3 + src] / 255) - m) / s);
-      }
+      const row = base + y * stride, from = y * width * 3 + src;
+      for (let x = 0; x < width; x++) out[row + x] = lut[data[from + x * 3]];
     }
   }
   return out;
