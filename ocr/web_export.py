@@ -73,8 +73,9 @@ def _stage_models(folder: Path, quantize: str | None) -> dict[str, tuple[Path, S
             if sibling is not None:
                 path, stage_manifest = sibling, read_manifest(sibling)
             else:
-                logger.warning("stage %s of %s has no verified onnx_int8 export beside %s; it stays float", name,
-                               folder, path)
+                logger.warning("stage %s of %s has no verified onnx_int8 export beside %s; it stays float (export "
+                               "the pipeline with format='onnx_int8' and data_roots for calibration, or run "
+                               "`oarkit export ocr --format web --quantize int8`)", name, folder, path)
         if stage_manifest.format not in ONNX_FORMATS:
             raise OarkitError(f"stage {name!r} of {folder} is a {stage_manifest.format} export; the web export runs "
                               f"ONNX ({', '.join(ONNX_FORMATS)}): export the pipeline with format='onnx' "

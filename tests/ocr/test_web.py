@@ -171,6 +171,18 @@ def test_web_folder_layout(ocr_web):
         assert (web / name).is_file(), name
 
 
+def test_cli_exports_a_pipeline_folder_to_web(ocr_web, tmp_path, caplog):
+    from oarkit.core.cli import main
+
+    folder, _, _ = ocr_web
+    assert main(["export", str(folder), "--format", "web", "--out", str(tmp_path / "web"), "--quantize", "int8"]) == 0
+    deploy = json.loads((tmp_path / "web" / "deploy.json").read_text())
+    # a float folder has no int8 artifacts beside its stages: they stay float, and the export says so
+    assert deploy["ocr"]["formats"] == {"det": "onnx", "rec": "onnx"}
+    assert "stays float" in caplog.text
+    assert deploy["title"] == "oarkit OCR · PP-OCRv6-small"
+
+
 def test_web_ocr_matches_python(ocr_web, web_server, open_web_page):
     from oarkit.ocr import OCR, character_error_rate
 
