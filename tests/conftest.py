@@ -178,41 +178,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-class StaticServer:
-    """A threaded ``http.server`` on 127.0.0.1 serving one folder, optionally cross-origin isolated (COOP/COEP
-    headers, so that the page may run onnxruntime-web's wasm threads)."""
-
-    def __init__(self, folder: Path, *, isolated: bool = False) -> None:
-        import functools
-        import threading
-        from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-
-        class Handler(SimpleHTTPRequestHandler):
-            extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".js": "text/javascript",
-                              ".mjs": "text/javascript", ".wasm": "application/wasm", ".json": "application/json"}
-
-            def end_headers(self) -> None:
-                self.send_header("Cache-Control", "no-store")
-                if isolated:
-                    self.send_header("Cross-Origin-Opener-Policy", "same-origin")
-                    self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
-                super().end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:  # quiet
-                pass
-
-        self.folder = Path(folder)
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(self.folder)))
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 #: builds the input ``predict`` gets from a URL, by kind (the page API takes all of them)
 WEB_INPUTS = {
     "url": "async (url) => url",
@@ -277,6 +242,8 @@ def web_browser() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def web_server() -> Iterator[Any]:
     """``serve(folder, isolated=False) -> base URL``: static servers on 127.0.0.1, closed at the session's end."""
+    from oarkit.core.export.web.server import StaticServer
+
     servers: list[StaticServer] = []
 
     def serve(folder: Path, *, isolated: bool = False) -> str:

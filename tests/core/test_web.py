@@ -79,7 +79,7 @@ def test_clas_web_matches_the_classifier(clas_web, colour_clas_run, colour_clas_
         assert got["label"] == wanted["label"] and abs(got["score"] - wanted["score"]) <= 1e-3
         assert max(abs(a["score"] - b["score"]) for a, b in zip(got["topk"], wanted["topk"])) <= 1e-3
     assert page.predict(url + names[0], kind="bitmap", options={"topk": 2})["topk"].__len__() == 2
-    shot = _screenshot(page, clas_web / "test" / "noise.png", "web_clas.png")
+    shot = _screenshot(page, clas_web / "test" / "0.png", "web_clas.png")
     assert shot.stat().st_size > 10_000
     assert page.evaluate("() => window.oarkit.threads") == 1  # not cross-origin isolated: one thread
     assert not page.foreign_requests(), page.foreign_requests()
@@ -95,6 +95,21 @@ def test_clas_web_threads_when_cross_origin_isolated(clas_web, web_server, open_
     image = sorted((clas_web / "test").glob("*.png"))[0].name
     assert page.predict(f"{url}test/{image}")["label"] in ("blue", "green", "red")
     assert not page.foreign_requests() and not page.errors, page.errors
+
+
+def test_clas_web_int8(colour_clas_run, tmp_path, web_server, open_web_page):
+    from oarkit.clas import Classifier
+
+    web = _export_web(colour_clas_run, tmp_path / "clas_int8", "--quantize", "int8")
+    deploy = json.loads((web / "deploy.json").read_text())["models"]["model"]
+    assert deploy["format"] == "onnx_int8" and deploy["quantization"]
+    classifier = Classifier(_onnx_folder(web, tmp_path / "onnx_int8"))
+    array = np.random.default_rng(1).integers(0, 256, (40, 52, 3), dtype=np.uint8)
+    _png(array, web / "test" / "noise.png")
+    url = web_server(web)
+    got = open_web_page(url).predict(url + "test/noise.png")
+    wanted = classifier(array).to_dict()
+    assert got["label"] == wanted["label"] and abs(got["score"] - wanted["score"]) <= 1e-2, (got, wanted)
 
 
 # ----------------------------------------------------------------------------- seg and det: the Python predictor

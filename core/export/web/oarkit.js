@@ -7,7 +7,7 @@
 //       input: an image URL string, HTMLImageElement, ImageBitmap, ImageData or Blob; result: the JSON the Python
 //       predictor's to_dict() gives for that image. options are the kit's (clas {topk}, det {threshold}).
 //   deploy, threads, crossOriginIsolated, last ({result, ms, image}), debug() (the kit's internals of the last
-//   run, e.g. seg's class map), render(container, image, result)
+//   run, e.g. seg's class map), render(container, image, result), session(name) (a model's InferenceSession), ort
 //
 // Kit module contract (kit.js):
 //   export async function createPredictor(ctx)
@@ -60,6 +60,8 @@ export async function toImageData(input) {
   return context.getImageData(0, 0, bitmap.width, bitmap.height, { colorSpace: "srgb" });
 }
 
+let sessionOf = null;
+
 async function load() {
   const response = await fetch(new URL("deploy.json", base));
   if (!response.ok) throw new Error(`cannot load deploy.json: HTTP ${response.status}`);
@@ -76,6 +78,7 @@ async function load() {
     }
     return sessions.get(name);
   };
+  sessionOf = session;
   const kit = await createPredictor({ ort, deploy, base, session });
   await Promise.all(Object.keys(deploy.models).map(session));  // every model loaded before ready resolves
   return { deploy, kit };
@@ -84,8 +87,14 @@ async function load() {
 const loading = load();
 const api = {
   ready: loading.then(() => true),
+  ort,
   threads,
   crossOriginIsolated: isolated,
+  /** The onnxruntime-web session of a model of deploy.json (for benchmarks and scripts). */
+  async session(name = "model") {
+    await loading;
+    return sessionOf(name);
+  },
   deploy: null,
   last: null,
   async predict(input, options = {}) {
