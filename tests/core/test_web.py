@@ -1,11 +1,14 @@
 """``oarkit export --format web`` for clas, seg and det, driven in a headless Chromium: the page's ``predict``
 against the Python predictors on the same images (every input kind the page API takes), no request off
-127.0.0.1, an image set through the file input and the page screenshotted (docs/images/web_*.png); the error of a
-missing npm cache and of a task without a web export."""
+127.0.0.1, an image set through the file input and the page screenshotted (web_clas/seg/det.png); the error of a
+missing npm cache and of a task without a web export.
+
+``OARKIT_WEB_SCREENSHOTS=docs/images`` writes the screenshots where the docs show them."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -16,7 +19,9 @@ from PIL import Image
 
 from oarkit.core.cli import main
 
-DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+#: where the page screenshots go: ``$OARKIT_WEB_SCREENSHOTS`` (``docs/images`` refreshes the docs' pictures), else a
+#: folder of the session's own, so that a test run leaves the checkout as it was
+SCREENSHOTS_ENV = "OARKIT_WEB_SCREENSHOTS"
 
 
 def _png(array: np.ndarray, path: Path) -> Path:
@@ -33,13 +38,18 @@ def _export_web(source: Path | str, out: Path, *extra: str) -> Path:
     return out
 
 
-def _screenshot(page, image: Path, name: str) -> Path:
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory) -> Path:
+    return Path(os.environ.get(SCREENSHOTS_ENV) or tmp_path_factory.mktemp("screenshots"))
+
+
+def _screenshot(page, image: Path, folder: Path, name: str) -> Path:
     """Set ``image`` through the page's file input, wait for its picture and save a screenshot of the page."""
     page.page.set_input_files("#file", str(image))
     page.page.wait_for_selector("#view:not([hidden]) #picture > *")
     page.page.wait_for_function("document.querySelector('#latency').textContent.includes('ms')")
-    DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
-    path = DOCS_IMAGES / name
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
     page.page.screenshot(path=str(path), full_page=True)
     return path
 
@@ -55,7 +65,7 @@ def clas_web(colour_clas_run, tmp_path_factory) -> Path:
 
 
 def test_clas_web_matches_the_classifier(clas_web, colour_clas_run, colour_clas_root, web_server, open_web_page,
-                                         tmp_path):
+                                         screenshots):
     from oarkit.clas import Classifier
 
     deploy = json.loads((clas_web / "deploy.json").read_text())
@@ -79,7 +89,7 @@ def test_clas_web_matches_the_classifier(clas_web, colour_clas_run, colour_clas_
         assert got["label"] == wanted["label"] and abs(got["score"] - wanted["score"]) <= 1e-3
         assert max(abs(a["score"] - b["score"]) for a, b in zip(got["topk"], wanted["topk"])) <= 1e-3
     assert page.predict(url + names[0], kind="bitmap", options={"topk": 2})["topk"].__len__() == 2
-    shot = _screenshot(page, clas_web / "test" / "0.png", "web_clas.png")
+    shot = _screenshot(page, clas_web / "test" / "0.png", screenshots, "web_clas.png")
     assert shot.stat().st_size > 10_000
     assert page.evaluate("() => window.oarkit.threads") == 1  # not cross-origin isolated: one thread
     assert not page.foreign_requests(), page.foreign_requests()
@@ -97,6 +107,7 @@ def test_clas_web_threads_when_cross_origin_isolated(clas_web, web_server, open_
     assert not page.foreign_requests() and not page.errors, page.errors
 
 
+@pytest.mark.slow  # a second, calibrated export: about 15 s on two idle cores
 def test_clas_web_int8(colour_clas_run, tmp_path, web_server, open_web_page):
     from oarkit.clas import Classifier
 
@@ -155,7 +166,7 @@ def seg_run(tmp_path_factory) -> tuple[Path, Path]:
     return out, root
 
 
-def test_seg_web_matches_the_segmenter(seg_run, tmp_path, web_server, open_web_page):
+def test_seg_web_matches_the_segmenter(seg_run, tmp_path, web_server, open_web_page, screenshots):
     from oarkit.seg import Segmenter
 
     run, root = seg_run
@@ -180,7 +191,7 @@ def test_seg_web_matches_the_segmenter(seg_run, tmp_path, web_server, open_web_p
                 assert by_id[entry["class_id"]]["label"] == entry["label"]
                 assert abs(by_id[entry["class_id"]]["fraction"] - entry["fraction"]) <= 1e-3
                 assert abs(by_id[entry["class_id"]]["mean_score"] - entry["mean_score"]) <= 1e-3
-    shot = _screenshot(page, web / names[0], "web_seg.png")
+    shot = _screenshot(page, web / names[0], screenshots, "web_seg.png")
     assert shot.stat().st_size > 10_000
     assert not page.foreign_requests(), page.foreign_requests()
     assert not page.errors, page.errors
@@ -208,7 +219,7 @@ def _rows(record: dict) -> dict[str, torch.Tensor]:
             "labels": torch.tensor([d["class_id"] for d in dets], dtype=torch.long)}
 
 
-def test_det_web_matches_the_detector(det_run, tmp_path, web_server, open_web_page):
+def test_det_web_matches_the_detector(det_run, tmp_path, web_server, open_web_page, screenshots):
     from oarkit.core.export import MatchedBoxes
     from oarkit.det import Detector
 
@@ -239,7 +250,7 @@ def test_det_web_matches_the_detector(det_run, tmp_path, web_server, open_web_pa
     # the picture: the page's own threshold from its URL, low enough to show this barely trained model's best boxes
     scores = sorted((d["score"] for d in detector(str(web / names[2])).to_dict()["detections"]), reverse=True)
     shown = open_web_page(f"{url}?threshold={scores[min(4, len(scores) - 1)]:.4f}")
-    shot = _screenshot(shown, web / names[2], "web_det.png")
+    shot = _screenshot(shown, web / names[2], screenshots, "web_det.png")
     assert shown.evaluate("() => window.oarkit.last.result.detections.length") >= 1
     assert shot.stat().st_size > 10_000
     assert not page.foreign_requests() and not shown.foreign_requests(), page.foreign_requests()
@@ -267,6 +278,38 @@ def test_web_format_on_a_task_without_web_export(tmp_path, capsys):
     assert "cannot be combined" in capsys.readouterr().err
     assert main(["export", "--list-formats"]) == 0
     assert any(line.startswith("web ") for line in capsys.readouterr().out.splitlines())
+
+
+def test_write_web_folder_carries_several_models_and_extra_files(tmp_path):
+    from oarkit.core.errors import OarkitError
+    from oarkit.core.export.web import PAGE_FILES, write_web_folder
+
+    files = {name: tmp_path / "in" / name for name in ("det.onnx", "rec.onnx", "kit.mjs", "clipper.js", "keys.txt")}
+    for name, path in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(name)
+    out = write_web_folder(tmp_path / "web", task_id="ocr", kit_script=files["kit.mjs"],
+                           models={"det": files["det.onnx"], "rec": files["rec.onnx"]},
+                           deploy={"models": {"det": {"labels": []}, "rec": {"preprocessing": {"height": 48}}},
+                                   "pipeline": ["det", "rec"]},
+                           title="OCR", extra_files={"vendor/clipper.js": files["clipper.js"],
+                                                     "dict.txt": files["keys.txt"]})
+    deploy = json.loads((out / "deploy.json").read_text())
+    assert list(deploy)[:3] == ["task", "title", "models"] and deploy["task"] == "ocr" and deploy["title"] == "OCR"
+    assert deploy["models"] == {"det": {"file": "models/det.onnx", "labels": []},
+                                "rec": {"file": "models/rec.onnx", "preprocessing": {"height": 48}}}
+    assert deploy["pipeline"] == ["det", "rec"] and deploy["runtime"] == {"onnxruntime-web": "1.30.0"}
+    assert (out / "models" / "rec.onnx").read_text() == "rec.onnx" and (out / "kit.js").read_text() == "kit.mjs"
+    assert (out / "vendor" / "clipper.js").read_text() == "clipper.js" and (out / "dict.txt").read_text() == "keys.txt"
+    assert all((out / name).is_file() for name in PAGE_FILES)
+    for bad in ("../x.js", "/etc/x", "kit.js", "ort/x.js"):
+        with pytest.raises(OarkitError, match="extra file name"):
+            write_web_folder(tmp_path / "bad", task_id="ocr", kit_script=files["kit.mjs"],
+                             models={"det": files["det.onnx"]}, deploy={}, title="x",
+                             extra_files={bad: files["keys.txt"]})
+    with pytest.raises(OarkitError, match="not among the models"):
+        write_web_folder(tmp_path / "bad", task_id="ocr", kit_script=files["kit.mjs"], models={},
+                         deploy={"models": {"det": {}}}, title="x")
 
 
 def test_ort_web_version_matches_the_makefile():
