@@ -188,14 +188,14 @@ export function fillPoly(mask, h, w, poly) {
   let yMin = Infinity, yMax = -Infinity;
   for (const e of edges) { yMin = Math.min(yMin, e.y0); yMax = Math.max(yMax, e.y1); }
   yMax = Math.min(yMax, h);
-  for (let y = Math.max(yMin, -1e9); y < yMax; y++) {
+  for (let y = Math.max(yMin, 0); y < yMax; y++) {
     const xs = [];
     for (const e of edges) {
       if (y >= e.y0 && y < e.y1) xs.push(e.x + (y - e.y0) * e.dx);
     }
-    if (y < 0) continue;
     xs.sort((a, b) => a - b);
     for (let k = 0; k + 1 < xs.length; k += 2) {
+      // a span from its left edge rounded up to its right edge rounded down (the edge lines cover the rest)
       let x1 = Math.floor((xs[k] + 65535) / 65536), x2 = Math.floor(xs[k + 1] / 65536);
       if (x1 >= w || x2 < 0) continue;
       x1 = Math.max(x1, 0); x2 = Math.min(x2, w - 1);
