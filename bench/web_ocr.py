@@ -170,7 +170,8 @@ def main() -> None:
     text = [SECTION, "",
             f"`.venv/bin/python bench/web_ocr.py --pipeline ... --int8 ... --runs {args.runs}` on {os.cpu_count()} "
             f"cores shared with other work (load average {load:.1f} when it finished): the default OCR() pipeline "
-            "(PP-OCRv6 small det + rec) as ONNX, float and int8, on a rendered 800x640 English page of 8 lines. "
+            "(PP-OCRv6 small det + rec) as ONNX, float and int8, on a rendered English page of 8 lines, 640x800 "
+            "(height x width). "
             "Cold start: a fresh browser context, from the navigation's start (median of 3). Browser and Python "
             "run the same ONNX files with the same intra-op threads (2 threads: the page is served with COOP/COEP).",
             "",
