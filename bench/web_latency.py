@@ -98,22 +98,23 @@ ROWS.append(_ocr_row())
 BROWSER_TIMING = """async ([name, runs, warmup]) => {
   await window.oarkit.ready;
   const ort = window.oarkit.ort, session = await window.oarkit.session(name);
-  const meta = window.oarkit.deploy.models[name].inputs;
-  const feeds = {};
-  for (const input of meta) {
-    const shape = input.shape.map((d) => (typeof d === "number" ? d : 1));
-    const size = shape.reduce((a, b) => a * b, 1), data = new Float32Array(size);
-    for (let i = 0; i < size; i++) data[i] = Math.random() * 2 - 1;
-    feeds[input.name] = new ort.Tensor("float32", data, shape);
+  if (!window.benchFeeds) {
+    const feeds = {};
+    for (const input of window.oarkit.deploy.models[name].inputs) {
+      const shape = input.shape.map((d) => (typeof d === "number" ? d : 1));
+      const size = shape.reduce((a, b) => a * b, 1), data = new Float32Array(size);
+      for (let i = 0; i < size; i++) data[i] = Math.random() * 2 - 1;
+      feeds[input.name] = new ort.Tensor("float32", data, shape);
+    }
+    window.benchFeeds = feeds;
   }
   const times = [];
   for (let i = 0; i < warmup + runs; i++) {
     const start = performance.now();
-    await session.run(feeds);
+    await session.run(window.benchFeeds);
     if (i >= warmup) times.push(performance.now() - start);
   }
-  times.sort((a, b) => a - b);
-  return {median: times[times.length >> 1], threads: window.oarkit.threads, isolated: window.crossOriginIsolated};
+  return {times, threads: window.oarkit.threads, isolated: window.crossOriginIsolated};
 }"""
 
 PREDICT_TIMING = """async ([url, runs]) => {
@@ -127,25 +128,29 @@ PREDICT_TIMING = """async ([url, runs]) => {
 }"""
 
 
-def native_ms(onnx: Path, deploy: dict, threads: int, runs: int, warmup: int) -> float:
-    """Median ms of onnxruntime (CPU) on ``onnx`` with ``threads`` intra-op threads, random inputs."""
-    import onnxruntime as ort
+class Native:
+    """onnxruntime (CPU) on an ONNX file with ``threads`` intra-op threads and random inputs of its shape."""
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    session = ort.InferenceSession(str(onnx), options, providers=["CPUExecutionProvider"])
-    rng = np.random.default_rng(0)
-    feeds = {i["name"]: rng.uniform(-1, 1, [d if isinstance(d, int) else 1 for d in i["shape"]]).astype(np.float32)
-             for i in deploy["inputs"]}
-    times = []
-    for i in range(warmup + runs):
-        start = time.perf_counter()
-        session.run(None, feeds)
-        if i >= warmup:
-            times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
+    def __init__(self, onnx: Path, deploy: dict, threads: int) -> None:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(str(onnx), options, providers=["CPUExecutionProvider"])
+        rng = np.random.default_rng(0)
+        self.feeds = {i["name"]: rng.uniform(-1, 1, [d if isinstance(d, int) else 1 for d in i["shape"]]
+                                             ).astype(np.float32) for i in deploy["inputs"]}
+
+    def times(self, runs: int, warmup: int) -> list[float]:
+        out = []
+        for i in range(warmup + runs):
+            start = time.perf_counter()
+            self.session.run(None, self.feeds)
+            if i >= warmup:
+                out.append((time.perf_counter() - start) * 1000)
+        return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,7 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", default="1,2", help="thread counts, comma-separated (default: 1,2)")
     parser.add_argument("--runs", type=int, default=20, help="timed runs per measurement (default: 20)")
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4, help="native and wasm take turns this many times, so that "
+                        "both see the same load (default: 4)")
     parser.add_argument("--work", help="keep the web folders here (default: a temporary folder)")
+    parser.add_argument("--reuse", action="store_true", help="reuse the web folders already in --work")
     parser.add_argument("--write", default=str(RESULTS), help=f"the Markdown table (default: {RESULTS})")
     args = parser.parse_args(argv)
 
@@ -178,9 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         version = browser.version
         for row in (r for r in ROWS if r.name in wanted):
             folder = work / row.name
-            tic = time.perf_counter()
-            row.build(folder)
-            print(f"{row.name}: web folder in {time.perf_counter() - tic:.0f} s", flush=True)
+            if not (args.reuse and (folder / "deploy.json").exists()):
+                tic = time.perf_counter()
+                row.build(folder)
+                print(f"{row.name}: web folder in {time.perf_counter() - tic:.0f} s", flush=True)
             deploy = json.loads((folder / "deploy.json").read_text())["models"][row.model]
             onnx = folder / deploy["file"]
             rng = np.random.default_rng(0)
@@ -188,18 +197,25 @@ def main(argv: list[str] | None = None) -> int:
             server = StaticServer(folder, isolated=True)
             try:
                 for n in threads:
-                    native = native_ms(onnx, deploy, n, args.runs, args.warmup)
+                    native = Native(onnx, deploy, n)
                     context = browser.new_context()
                     page = context.new_page()
                     page.set_default_timeout(300_000)
                     page.goto(f"{server.url}?threads={n}")
-                    wasm = page.evaluate(BROWSER_TIMING, [row.model, args.runs, args.warmup])
+                    per_round = max(1, args.runs // args.rounds)
+                    native_times, wasm_times = [], []
+                    for turn in range(args.rounds):  # taking turns: a change of load hits both sides
+                        warmup = args.warmup if turn == 0 else 1
+                        native_times += native.times(per_round, warmup)
+                        run = page.evaluate(BROWSER_TIMING, [row.model, per_round, warmup])
+                        wasm_times += run["times"]
+                    assert run["threads"] == n and run["isolated"], run
                     predict = page.evaluate(PREDICT_TIMING, [f"{server.url}bench.png", max(3, args.runs // 4)])
                     context.close()
-                    assert wasm["threads"] == n and wasm["isolated"], wasm
-                    ratio = wasm["median"] / native
+                    native_ms, wasm = statistics.median(native_times), {"median": statistics.median(wasm_times)}
+                    ratio = wasm["median"] / native_ms
                     shape = "x".join(str(d if isinstance(d, int) else 1) for d in deploy["inputs"][0]["shape"])
-                    lines.append(f"| {row.title} | {shape} | {n} | {native:.1f} | {wasm['median']:.1f} | "
+                    lines.append(f"| {row.title} | {shape} | {n} | {native_ms:.1f} | {wasm['median']:.1f} | "
                                  f"{ratio:.2f}x | {'yes' if ratio <= 3 else 'no'} | {predict:.1f} "
                                  f"({row.image_hw[0]}x{row.image_hw[1]}) |")
                     print(lines[-1], flush=True)
@@ -213,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         f"`{' '.join(['.venv/bin/python', 'bench/web_latency.py', *(argv if argv is not None else sys.argv[1:])])}`"
         f" on {cpu}, {os.cpu_count()} cores (shared with other work while measured), Chromium "
         f"{version}; same ONNX file, same thread count, random "
-        f"inputs of the model's shape, median of {args.runs} runs after {args.warmup} warm-up runs. The page is "
+        f"inputs of the model's shape, median of {args.runs} runs in {args.rounds} turns (native, then wasm, "
+        f"{args.warmup} warm-up runs before the first turn, one before each other). The page is "
         "served with COOP/COEP (cross-origin isolated) so wasm threads are allowed. `predict` is the page's whole "
         "call on a picture of the given size (decode, preprocessing, model, post-processing). Goal: wasm within 3x "
         "of native.",
