@@ -3,7 +3,8 @@ form: ``<thead>`` for the header rows, ``<tbody>`` for the rest, ``colspan`` / `
 box and grid place, and every text line's box as a perfect OCR would return it.
 
 Documents' style: black text on white, 1 px rules; ``ruled`` draws every cell border, otherwise only the booktabs
-rules (above the table, under the header, below the table). Header rows are bold.
+rules (above the table, under the header where no cell spans across it, below the table, and a shorter rule under
+a header cell spanning columns). Header rows are bold.
 """
 
 from __future__ import annotations
@@ -126,7 +127,16 @@ def render_table(rows: Sequence[Sequence[SynthCell | str]], *, header_rows: int 
         out_cells.append({"box": [float(x0), float(y0), float(x1), float(y1)], "row": p.row, "col": p.col,
                           "rowspan": p.rowspan, "colspan": p.colspan, "text": text})
     if not ruled:
-        rules = [ys[0], ys[-1]] + ([ys[header_rows]] if 0 < header_rows < n_rows else [])
-        for y in rules:
+        for y in (ys[0], ys[-1]):
             draw.line([(xs[0], y), (xs[-1], y)], fill="black", width=1)
+        if 0 < header_rows < n_rows:  # the header rule, broken where a cell spans across it
+            crossed = {p.col + j for p in places if p.row < header_rows < p.row + p.rowspan for j in range(p.colspan)}
+            for c in range(n_cols):
+                if c not in crossed:
+                    draw.line([(xs[c], ys[header_rows]), (xs[c + 1], ys[header_rows])], fill="black", width=1)
+        for i, p in enumerate(places):  # booktabs' \cmidrule under a spanning header cell
+            if header[i] and p.colspan > 1 and p.row + p.rowspan < header_rows:
+                y = ys[p.row + p.rowspan]
+                draw.line([(xs[p.col] + pad[0] // 2, y), (xs[p.col + p.colspan] - pad[0] // 2, y)], fill="black",
+                          width=1)
     return RenderedTable(np.asarray(image), table_html(cells, header_rows), out_cells, lines)
