@@ -211,3 +211,29 @@ def test_web_ocr_matches_python(ocr_web, web_server, open_web_page):
     page.page.screenshot(path=str(SCREENSHOT), full_page=True)
     assert SCREENSHOT.stat().st_size > 10_000
     assert page.foreign_requests() == [] and not page.errors
+
+
+def test_web_ocr_with_orientation_stage(ocr_web, tmp_path, web_server, open_web_page):
+    """A det → cls → rec folder: the page turns the lines of an upside-down page as ``OCR(folder)`` does."""
+    from oarkit.core.deploy.pipeline import write_pipeline
+    from oarkit.core.export import export
+    from oarkit.ocr import OCR, export_source
+    from oarkit.ocr.web_export import web_export
+
+    folder, _, files = ocr_web
+    pipeline = tmp_path / "pipeline"
+    shutil.copytree(folder, pipeline)
+    export(export_source("ocr/cls_mv3_mobile"), "onnx", output_dir=pipeline / "cls", verify=False)
+    write_pipeline(pipeline, glue="ocr/det_cls_rec", stages={"det": "det/onnx", "cls": "cls/onnx", "rec": "rec/onnx"},
+                   task="ocr")
+    web = web_export(pipeline, out=tmp_path / "web")
+    upside_down = np.ascontiguousarray(cv2.imread(str(files["en"]))[::-1, ::-1])
+    cv2.imwrite(str(web / "upside_down.png"), upside_down)
+    want = OCR(pipeline)(cv2.cvtColor(upside_down, cv2.COLOR_BGR2RGB)).to_dict()
+    page = open_web_page(web_server(web) + "index.html", timeout_s=120)
+    got = page.predict("upside_down.png")
+    assert want["text"] and got["text"] == want["text"]
+    for mine, theirs in zip(got["lines"], want["lines"]):
+        assert np.abs(np.asarray(mine["box"]) - np.asarray(theirs["box"])).max() <= 1
+        assert mine["score"] == pytest.approx(theirs["score"], abs=1e-3)
+    assert page.foreign_requests() == [] and not page.errors
