@@ -30,16 +30,17 @@ WORDS = ["Alpha", "Beta", "Total", "Mean", "Region", "North", "South", "Price", 
 
 
 def make_rows(rng: random.Random, merged: bool):
+    """Rows of a random table and its header rows (two when a spanning header is made)."""
     from oarkit.ocr.table import SynthCell
 
     n_rows, n_cols = rng.randint(3, 8), rng.randint(2, 6)
     header = [rng.choice(WORDS) for _ in range(n_cols)]
     body = [[rng.choice(WORDS)] + [f"{rng.uniform(0, 999):.1f}" for _ in range(n_cols - 1)] for _ in range(n_rows - 1)]
     if not merged or n_cols < 3 or n_rows < 4:
-        return [header, *body], False
+        return [header, *body], 1
     rows = [[SynthCell(header[0], rowspan=2), SynthCell(rng.choice(WORDS), colspan=n_cols - 1)],
             [SynthCell(h) for h in header[1:]]]
-    return rows + body[1:], True
+    return rows + body[1:], 2
 
 
 def best_ms(repeat: int, fn, *args, **kwargs) -> float:
@@ -92,9 +93,9 @@ def main() -> None:
             "ocr_teds", "ocr_acc", "peer_teds", "peer_acc")
     rows_out, stats = [], {k: [] for k in keys}
     for i in range(args.tables):
-        rows, merged = make_rows(rng, merged=i % 2 == 1)
-        ruled = i % 4 < 2
-        table = render_table(rows, ruled=ruled, margin=4 if not ruled else 16)
+        rows, header_rows = make_rows(rng, merged=i % 2 == 1)
+        merged, ruled = header_rows > 1, i % 4 < 2
+        table = render_table(rows, header_rows=header_rows, ruled=ruled, margin=4 if not ruled else 16)
         batch, _ = preprocess([table.image])
         x = batch.numpy()
         stats["torch_ms"].append(best_ms(args.repeat, rec.forward_raw, batch))
