@@ -153,6 +153,34 @@ class Native:
         return out
 
 
+def _key(line: str) -> tuple[str, str]:
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    return cells[0], cells[2]  # the model and the thread count
+
+
+def merge_rows(existing: list[str], rows: list[str], command: str | None) -> list[str]:
+    """``existing`` (the results file's lines) with ``rows`` in its first table: a row of the same model and thread
+    count replaced, a new one added after the table's last row; every other line kept (the notes of earlier runs,
+    other sections). ``command``: a new line describing the run, in place of the third line (a full run)."""
+    out = list(existing)
+    if command is not None and len(out) > 2:
+        out[2] = command
+    start = next((i for i, line in enumerate(out) if line.startswith("|---")), None)
+    if start is None:
+        return out + [""] + rows
+    end = start + 1
+    while end < len(out) and out[end].startswith("| "):
+        end += 1
+    table = out[start + 1:end]
+    for row in rows:
+        same = [i for i, line in enumerate(table) if _key(line) == _key(row)]
+        if same:
+            table[same[0]] = row
+        else:
+            table.append(row)
+    return out[:start + 1] + table + out[end:]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="comma-separated row names (default: all: " +
@@ -164,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
                         "both see the same load (default: 4)")
     parser.add_argument("--work", help="keep the web folders here (default: a temporary folder)")
     parser.add_argument("--reuse", action="store_true", help="reuse the web folders already in --work")
-    parser.add_argument("--write", default=str(RESULTS), help=f"the Markdown table (default: {RESULTS})")
+    parser.add_argument("--write", default=str(RESULTS), help=f"the Markdown file whose table the rows go into, "
+                        f"replacing rows of the same model and threads, other lines kept (default: {RESULTS})")
     args = parser.parse_args(argv)
 
     import json
@@ -239,9 +268,12 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---|---|---|---|---|---|",
     ]
     if args.write:
-        Path(args.write).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.write).write_text("\n".join(header + lines) + "\n")
-        print(f"wrote {args.write}")
+        path = Path(args.write)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = merge_rows(path.read_text().splitlines(), lines, header[2] if not args.only else None) \
+            if path.exists() else header + lines
+        path.write_text("\n".join(text) + "\n")
+        print(f"wrote {path}")
     return 0
 
 
