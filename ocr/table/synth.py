@@ -24,7 +24,7 @@ from .structure import place_cells
 
 @dataclass(frozen=True)
 class SynthCell:
-    """A cell to render: its text and spans."""
+    """A cell to render: its text (``\n`` breaks it into lines, joined by a space in the truth) and spans."""
 
     text: str
     rowspan: int = 1
@@ -39,7 +39,7 @@ class RenderedTable:
         image: RGB uint8 picture.
         html: the ground-truth ``<table>`` with cell texts.
         cells: per cell: ``box`` ``[x0, y0, x1, y1]``, ``row``, ``col``, ``rowspan``, ``colspan``, ``text``.
-        lines: each non-empty cell's text line with its tight box (what an exact OCR would give).
+        lines: each text line with its tight box (what an exact OCR would give; a cell may hold several).
     """
 
     image: np.ndarray
@@ -68,7 +68,7 @@ def table_html(rows: Sequence[Sequence[SynthCell | str]], header_rows: int = 1) 
         for cell in map(_as_cell, row):
             attrs = (f' colspan="{cell.colspan}"' if cell.colspan > 1 else "") + \
                     (f' rowspan="{cell.rowspan}"' if cell.rowspan > 1 else "")
-            parts.append(f"<td{attrs}>{html_lib.escape(cell.text)}</td>")
+            parts.append(f"<td{attrs}>{html_lib.escape(' '.join(cell.text.split(chr(10))))}</td>")
         parts.append("</tr>")
         if r == header_rows - 1:
             parts.append("</thead>")
@@ -100,16 +100,21 @@ def render_table(rows: Sequence[Sequence[SynthCell | str]], *, header_rows: int 
     def font(i: int):
         return load_font(font_for(flat[i].text, bold=header[i]), font_size)
 
-    widths = [40.0] * n_cols
-    for i, p in sorted(enumerate(places), key=lambda item: item[1].colspan):
-        need = font(i).getlength(flat[i].text) + 2 * pad[0]
+    parts = [c.text.split("\n") if c.text else [] for c in flat]
+    ascent, descent = load_font("latin", font_size).getmetrics()
+    line_h = ascent + descent
+    widths, heights = [40.0] * n_cols, [float(line_h + 2 * pad[1])] * n_rows
+    for i, p in sorted(enumerate(places), key=lambda item: (item[1].colspan, item[1].rowspan)):
+        need = max((font(i).getlength(t) for t in parts[i]), default=0) + 2 * pad[0]
         have = sum(widths[p.col:p.col + p.colspan])
         if need > have:
             widths[p.col + p.colspan - 1] += need - have
-    ascent, descent = load_font("latin", font_size).getmetrics()
-    row_h = ascent + descent + 2 * pad[1]
+        need = len(parts[i]) * line_h + 2 * pad[1]
+        have = sum(heights[p.row:p.row + p.rowspan])
+        if need > have:
+            heights[p.row + p.rowspan - 1] += need - have
     xs = np.concatenate([[0], np.cumsum(np.ceil(widths))]).astype(int) + margin
-    ys = np.arange(n_rows + 1) * row_h + margin
+    ys = np.concatenate([[0], np.cumsum(np.ceil(heights))]).astype(int) + margin
     image = Image.new("RGB", (int(xs[-1]) + margin + 1, int(ys[-1]) + margin + 1), "white")
     draw = ImageDraw.Draw(image)
     out_cells, lines = [], []
@@ -117,15 +122,15 @@ def render_table(rows: Sequence[Sequence[SynthCell | str]], *, header_rows: int 
         x0, y0, x1, y1 = xs[p.col], ys[p.row], xs[p.col + p.colspan], ys[p.row + p.rowspan]
         if ruled:
             draw.rectangle([x0, y0, x1, y1], outline="black", width=1)
-        text = flat[i].text
-        if text:
+        top = y0 + (y1 - y0 - len(parts[i]) * line_h) / 2
+        for k, text in enumerate(parts[i]):
             f = font(i)
-            tx, ty = x0 + pad[0], y0 + (y1 - y0 - (ascent + descent)) / 2
+            tx, ty = x0 + pad[0], top + k * line_h
             draw.text((tx, ty), text, font=f, fill="black")
             bx0, by0, bx1, by1 = draw.textbbox((tx, ty), text, font=f)
             lines.append(TextLine((float(bx0), float(by0), float(bx1), float(by1)), text))
         out_cells.append({"box": [float(x0), float(y0), float(x1), float(y1)], "row": p.row, "col": p.col,
-                          "rowspan": p.rowspan, "colspan": p.colspan, "text": text})
+                          "rowspan": p.rowspan, "colspan": p.colspan, "text": " ".join(parts[i])})
     if not ruled:
         for y in (ys[0], ys[-1]):
             draw.line([(xs[0], y), (xs[-1], y)], fill="black", width=1)

@@ -29,13 +29,14 @@ ort = pytest.importorskip("onnxruntime")
 PLAIN = [["Name", "Year", "Score"], ["Alpha", "2019", "81.2"], ["Beta", "2020", "77.5"], ["Gamma", "2021", "90.1"]]
 MERGED = [[SynthCell("Model"), SynthCell("Accuracy", colspan=2)],
           [SynthCell("ResNet", rowspan=2), "top1", "top5"], ["76.1", "92.9"], ["MobileNet", "71.0", "90.3"]]
+MULTILINE = [["Method", "Notes", "ms"], ["SLANet", "fast\nCPU model", "52"], ["TableMaster", "large\nGPU model", "910"]]
 BORDERLESS = [["Item", "Qty", "Price"], ["Apples", "3", "1.20"], ["Pears", "12", "0.80"], ["Plums", "7", "2.10"]]
 
 
 @pytest.fixture(scope="module")
 def tables():
     return {"plain": render_table(PLAIN), "merged": render_table(MERGED),
-            "borderless": render_table(BORDERLESS, ruled=False, margin=4)}
+            "borderless": render_table(BORDERLESS, ruled=False, margin=4), "multiline": render_table(MULTILINE)}
 
 
 @pytest.fixture(scope="module")
@@ -110,11 +111,13 @@ def test_plain_grid_structure_is_recognised(tables, rec):
 
 
 def test_cell_contents_from_given_ocr_lines(tables, rec):
-    for name in ("plain", "merged", "borderless"):
+    for name in ("plain", "merged", "borderless", "multiline"):
         table = tables[name]
         result = rec(table.image, ocr_lines=table.lines)
         assert cell_accuracy(result.cells, table.cells) == 1.0, name
         assert teds(result.html, table.html, ignore_sections=True) == 1.0, name
+    multiline = rec(tables["multiline"].image, ocr_lines=tables["multiline"].lines)
+    assert len(tables["multiline"].lines) == 11 and "fast CPU model" in [c["text"] for c in multiline.cells]
     merged = rec(tables["merged"].image, ocr_lines=tables["merged"].lines)
     spans = {(c["text"], c["rowspan"], c["colspan"]) for c in merged.cells}
     assert {("Accuracy", 1, 2), ("ResNet", 2, 1)} <= spans
