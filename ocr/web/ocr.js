@@ -172,7 +172,9 @@ export async function createPredictor(ctx) {
     return results;
   }
 
-  async function predict(imageData) {
+  /** OCR of one image; options: `drop_score` (lines the recognizer scores under it are left out), as OCR()'s. */
+  async function predict(imageData, options = {}) {
+    const dropScore = options.drop_score ?? params.drop_score;
     timings = { rec_pre_ms: 0, rec_model_ms: 0 };
     const image = rgbFromImageData(imageData);
     const found = await detect(image);
@@ -186,7 +188,7 @@ export async function createPredictor(ctx) {
     const lines = [];
     boxes.forEach((box, i) => {
       const { text, score } = texts[i];
-      if (score >= params.drop_score && text) {
+      if (score >= dropScore && text) {
         lines.push({ box: box.map(([x, y]) => [round(x, 1), round(y, 1)]), text, score: round(score, 5),
                      box_score: round(boxScores[i], 5) });
       }

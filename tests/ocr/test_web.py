@@ -203,6 +203,8 @@ def test_web_ocr_matches_python(ocr_web, web_server, open_web_page):
     by_url = page.predict(files["en"].name)
     for kind in ("blob", "img"):  # a Blob and an HTMLImageElement read the same
         assert page.predict(files["en"].name, kind=kind) == by_url, kind
+    strict = OCR(folder, drop_score=0.999)(cv2.cvtColor(cv2.imread(str(files["en"])), cv2.COLOR_BGR2RGB)).to_dict()
+    assert page.predict(files["en"].name, options={"drop_score": 0.999})["text"] == strict["text"]  # OCR()'s option
     # the picture a person sees, after picking a file through the page's input
     page.page.set_input_files("#file", str(files["en"]))
     page.page.wait_for_selector("#view:not([hidden]) #picture canvas")
