@@ -36,6 +36,8 @@ def make_rows(rng: random.Random, merged: bool):
     n_rows, n_cols = rng.randint(3, 8), rng.randint(2, 6)
     header = [rng.choice(WORDS) for _ in range(n_cols)]
     body = [[rng.choice(WORDS)] + [f"{rng.uniform(0, 999):.1f}" for _ in range(n_cols - 1)] for _ in range(n_rows - 1)]
+    for row in body[::2]:  # every other row's first cell on two lines
+        row[0] = f"{row[0]}\n{rng.choice(WORDS).lower()} {rng.randint(1, 99)}"
     if not merged or n_cols < 3 or n_rows < 4:
         return [header, *body], 1
     rows = [[SynthCell(header[0], rowspan=2), SynthCell(rng.choice(WORDS), colspan=n_cols - 1)],
