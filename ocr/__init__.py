@@ -26,6 +26,7 @@ from oarkit.ocr.paddlex_route import PADDLEX_ROUTE
 from oarkit.ocr.pipeline import OCR, OCRLine, OCRResult
 from oarkit.ocr.postprocess import DBPostProcess, ctc_greedy_decode
 from oarkit.ocr.render import render_line, render_page, write_det_set, write_rec_set
+from oarkit.ocr.table import TableRecognizer, TableResult, teds  # registers ocr/slanet_plus, task ocr/table
 from oarkit.ocr.tasks import TextDetectionTask, TextOrientationTask, TextRecognitionTask
 from oarkit.ocr.web_export import web_export as _web_export  # the name stays the submodule
 
@@ -65,7 +66,8 @@ register_command(DOC_COMMAND)
 __all__ = [
     "DATASETS", "OCR", "CTCLoss", "CharDictionary", "ClsMetric", "DBLoss", "DBPostProcess", "DetMetric", "DocParser",
     "DocResult", "OCRClsData",
-    "OCRDetData", "OCRLine", "OCRRecData", "OCRResult", "Predictor", "RecMetric", "TextDetectionTask",
+    "OCRDetData", "OCRLine", "OCRRecData", "OCRResult", "Predictor", "RecMetric", "TableRecognizer", "TableResult",
+    "TextDetectionTask",
     "TextOrientationTask", "TextRecognitionTask", "character_error_rate", "ctc_greedy_decode", "edit_distance",
-    "export_pipeline", "export_source", "render_line", "render_page", "write_det_set", "write_rec_set",
+    "export_pipeline", "export_source", "render_line", "render_page", "teds", "write_det_set", "write_rec_set",
 ]

@@ -41,7 +41,7 @@ def _targets(model: torch.nn.Module, batch: int, length: int = 5) -> dict[str, t
 def test_every_ocr_model_keeps_the_contract(name: str):
     card = model_info(name)
     torch.manual_seed(0)
-    model = create_model(name)
+    model = create_model(name, **({"max_text_length": 16} if card.task == "ocr/table" else {}))
     small = "large" in card.tags  # the server-size networks run on the smallest input their strides allow
     height, width = (32, 32) if small else (64, 96)
     if card.task == "ocr/det":
@@ -61,6 +61,10 @@ def test_every_ocr_model_keeps_the_contract(name: str):
         assert out.shape == (2, steps, model.num_classes) == (2, steps, card.num_classes)
         torch.testing.assert_close(out.sum(-1), torch.ones(2, steps))
         assert isinstance(model.character_dict, str) and card.label_names == model.character_dict
+    elif card.task == "ocr/table":
+        probs, locs = out["structure_probs"], out["loc_preds"]
+        assert probs.shape[0] == 2 and probs.shape[2] == card.num_classes and locs.shape == (*probs.shape[:2], 8)
+        torch.testing.assert_close(probs.sum(-1), torch.ones(probs.shape[:2]))
     else:
         assert out.shape == (2, 2) and len(model.labels) == 2
         torch.testing.assert_close(out.sum(-1), torch.ones(2))
@@ -80,6 +84,10 @@ def test_every_ocr_model_keeps_the_contract(name: str):
         for key in guidance:
             assert outs[key].shape == (2, steps[key], model.guidance_classes), key
         loss = sum(o.float().pow(2).mean() for o in outs.values())
+    elif card.task == "ocr/table":
+        outs = model(x, torch.zeros(2, 4, dtype=torch.long))
+        assert outs["structure_logits"].shape == (2, 4, card.num_classes)
+        loss = outs["structure_logits"].pow(2).mean() + outs["loc_preds"].mean()
     else:
         loss = model(x).pow(2).mean()
     loss.backward()
