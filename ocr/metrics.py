@@ -14,8 +14,9 @@ from shapely.geometry import Polygon
 from oarkit.core.engine.metric import Metric
 
 
-def edit_distance(a: str, b: str) -> int:
-    """The Levenshtein distance between two strings (insertions, deletions, substitutions)."""
+def edit_distance(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """The Levenshtein distance between two strings, or any two sequences of comparable items (insertions,
+    deletions, substitutions: 1 each)."""
     if len(a) < len(b):
         a, b = b, a
     previous = list(range(len(b) + 1))

@@ -36,13 +36,7 @@ def normalised_edit_distance(a: Sequence[Any], b: Sequence[Any]) -> float:
     """Levenshtein distance between two sequences over the longer one's length (0 when both are empty)."""
     if not a and not b:
         return 0.0
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
-        previous = current
-    return previous[-1] / max(len(a), len(b))
+    return edit_distance(a, b) / max(len(a), len(b))
 
 
 def text_cer(predicted: Sequence[Any], truth: Sequence[Any], *, kinds: Sequence[str] = ("title", "text")) -> float:

@@ -20,6 +20,8 @@ from html.parser import HTMLParser
 
 from oarkit.core.errors import DataError
 
+from ..metrics import edit_distance
+
 SECTION_TAGS = ("thead", "tbody", "tfoot")
 STRUCTURE_TAGS = ("table", *SECTION_TAGS, "tr", "td", "th")
 
@@ -145,19 +147,6 @@ def parse_table(html: str) -> TableNode:
     return parser.root
 
 
-def levenshtein(a: list[str] | str, b: list[str] | str) -> int:
-    """The edit distance between two token sequences (insert, delete, substitute: 1 each)."""
-    if len(a) < len(b):
-        a, b = b, a
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
-        previous = current
-    return previous[-1]
-
-
 def _config(structure_only: bool):
     from apted import Config
 
@@ -171,7 +160,7 @@ def _config(structure_only: bool):
                 return 0.0
             if not node1.content and not node2.content:
                 return 0.0
-            return levenshtein(node1.content, node2.content) / max(len(node1.content), len(node2.content))
+            return edit_distance(node1.content, node2.content) / max(len(node1.content), len(node2.content))
 
         def children(self, node: TableNode) -> list[TableNode]:
             return node.children
