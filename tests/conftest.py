@@ -225,9 +225,12 @@ class WebPage:
         return [u for u in self.requests if not u.startswith(("data:", "blob:")) and urlparse(u).hostname != host]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def web_browser() -> Iterator[Any]:
-    """A headless Debian Chromium driven by playwright, one per session; skipped when either is missing."""
+    """A headless Debian Chromium driven by playwright, one per test module; skipped when either is missing.
+
+    Module-scoped: playwright's sync API runs an event loop in this thread while it is started, under which every
+    later ``asyncio.run`` fails ("cannot be called from a running event loop": the serve tests use it)."""
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is missing: `make web-deps` installs Debian's chromium (apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is missing: pip install 'oarkit[web]'")

