@@ -28,18 +28,23 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu")
 
 
-def _expand(items: list[str]) -> list[str]:
+def expand_inputs(items: list[str], *, suffixes: tuple[str, ...] = IMAGE_SUFFIXES, what: str = "images") -> list[str]:
+    """Files as given and the ``suffixes`` files of folders (sorted), in order.
+
+    Raises:
+        DataError: an item that is neither a file nor a folder, or nothing found at all.
+    """
     out = []
     for item in items:
         path = Path(item)
         if path.is_dir():
-            out += sorted(str(p) for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+            out += sorted(str(p) for p in path.iterdir() if p.suffix.lower() in suffixes)
         elif path.is_file():
             out.append(item)
         else:
-            raise DataError(f"{item} is neither an image file nor a folder")
+            raise DataError(f"{item} is neither a file nor a folder of {what}")
     if not out:
-        raise DataError(f"no images in {', '.join(items)}")
+        raise DataError(f"no {what} in {', '.join(items)}")
     return out
 
 
@@ -48,7 +53,7 @@ def _run(args: argparse.Namespace) -> int:
 
     ocr = OCR(args.det, args.rec, args.cls, version=args.ocr_version, use_cls=args.use_cls, device=args.device,
               drop_score=args.drop_score)
-    images = _expand(args.images)
+    images = expand_inputs(args.images)
     for path in images:
         result = ocr(path)
         if args.json:

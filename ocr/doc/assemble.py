@@ -66,17 +66,18 @@ def group_orphans(lines: Sequence[Any], body_height: float) -> list[DocBlock]:
 def reading_rows(lines: Sequence[Any]) -> list[list[Any]]:
     """Lines in rows (top to bottom), each row left to right; two lines share a row when their vertical extents
     overlap by half the smaller height."""
-    rows: list[list[Any]] = []
-    for line in sorted(lines, key=lambda ln: (line_box(ln)[1] + line_box(ln)[3]) / 2):
-        _, y0, _, y1 = line_box(line)
-        if rows:
-            ry0 = min(line_box(ln)[1] for ln in rows[-1])
-            ry1 = max(line_box(ln)[3] for ln in rows[-1])
-            if min(y1, ry1) - max(y0, ry0) >= 0.5 * min(y1 - y0, ry1 - ry0):
-                rows[-1].append(line)
-                continue
-        rows.append([line])
-    return [sorted(row, key=lambda ln: line_box(ln)[0]) for row in rows]
+    boxed = sorted(((line_box(ln), ln) for ln in lines), key=lambda item: (item[0][1] + item[0][3]) / 2)
+    rows: list[list[tuple[list[float], Any]]] = []
+    top = bottom = 0.0  # the last row's vertical extent
+    for box, line in boxed:
+        _, y0, _, y1 = box
+        if rows and min(y1, bottom) - max(y0, top) >= 0.5 * min(y1 - y0, bottom - top):
+            rows[-1].append((box, line))
+            top, bottom = min(top, y0), max(bottom, y1)
+        else:
+            rows.append([(box, line)])
+            top, bottom = y0, y1
+    return [[line for _, line in sorted(row, key=lambda item: item[0][0])] for row in rows]
 
 
 def join_text(parts: Sequence[str]) -> str:

@@ -10,6 +10,8 @@ from oarkit.core.data.images import IMAGE_SUFFIXES
 from oarkit.core.errors import DataError
 from oarkit.core.kits import Command
 
+from ..cli import expand_inputs
+
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("inputs", nargs="+", help="page images, PDFs, or folders of them")
@@ -28,17 +30,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _expand(items: list[str]) -> list[Path]:
-    out: list[Path] = []
-    for item in items:
-        path = Path(item)
-        if path.is_dir():
-            out += sorted(p for p in path.iterdir() if p.suffix.lower() in (*IMAGE_SUFFIXES, ".pdf"))
-        elif path.is_file():
-            out.append(path)
-        else:
-            raise DataError(f"{item} is neither a file nor a folder")
-    if not out:
-        raise DataError(f"no images or PDFs in {', '.join(items)}")
+    """The inputs, folders expanded to their images and PDFs; two of one stem are refused (their outputs would
+    overwrite each other)."""
+    out = [Path(p) for p in expand_inputs(items, suffixes=(*IMAGE_SUFFIXES, ".pdf"), what="images or PDFs")]
     stems = [p.stem for p in out]
     clash = sorted({s for s in stems if stems.count(s) > 1})
     if clash:
