@@ -152,6 +152,12 @@ class CharDictionary:
         """The text of class indices (blanks skipped; no collapsing, see :func:`ctc_greedy_decode`)."""
         return "".join(self.characters[i - 1] for i in indices if 0 < i <= len(self.characters))
 
+    def columns_in(self, other: CharDictionary) -> list[int | None]:
+        """For each of this dictionary's classes (blank first), the class of ``other`` that reads the same
+        character (``None`` where ``other`` lacks it): how a recognizer of another dictionary's outputs are
+        read as this one's (distillation from a teacher with a larger dictionary)."""
+        return [self.blank, *(other.index.get(c) for c in self.characters)]
+
     def to_dict(self) -> dict[str, object]:
         """What meta.json and deploy.yaml record: the name and, for custom dictionaries, the characters."""
         out: dict[str, object] = {"name": self.name, "use_space_char": self.use_space_char,

@@ -52,9 +52,10 @@ def kd_loss(student: torch.Tensor, teacher: torch.Tensor, temperature: float, di
     return per_position.mean() * t * t
 
 
-def load_teacher(source: str | Path) -> tuple[nn.Module, str]:
+def load_teacher(source: str | Path) -> tuple[nn.Module, str, dict[str, Any]]:
     """The teacher model of a run or model directory, or of a registry name (its released weights), in eval
-    mode with its parameters frozen; returns it and a description for the logs and meta.json.
+    mode with its parameters frozen; returns it, a description for the logs and meta.json, and its meta.json
+    (``{}`` for a registry name).
 
     Raises:
         OarkitError: the source is none of these, or its weights cannot be had.
@@ -67,6 +68,7 @@ def load_teacher(source: str | Path) -> tuple[nn.Module, str]:
         model, meta = load_model_dir(folder)
         described = f"{folder} ({(meta.get('model') or {}).get('name', 'model')})"
     else:
+        meta = {}
         from oarkit.core.registry import create_model, model_info
 
         model_info(str(source))  # an unknown name fails here, with the closest names
@@ -75,7 +77,7 @@ def load_teacher(source: str | Path) -> tuple[nn.Module, str]:
     model.eval()
     for p in model.parameters():
         p.requires_grad_(False)
-    return model, described
+    return model, described, meta
 
 
 class DistillTask(TaskWrapper):
@@ -116,7 +118,8 @@ class DistillTask(TaskWrapper):
 
     def setup(self, data: DataModule) -> nn.Module:
         student = self.inner.setup(data)
-        self.teacher, self.teacher_name = load_teacher(self.teacher_source)
+        self.teacher, self.teacher_name, teacher_meta = load_teacher(self.teacher_source)
+        self.inner.prepare_distill_teacher(self.teacher, teacher_meta)
         if self.features.pairs:
             self._build_adapters(student)
         if self.unlabeled_root:

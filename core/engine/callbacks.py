@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oarkit.core.engine.checkpoint import atomic_write_text, read_meta
-from oarkit.core.errors import OarkitError, WeightsError
+from oarkit.core.errors import ConfigError, OarkitError, WeightsError
 
 if TYPE_CHECKING:
     from oarkit.core.engine.trainer import Trainer
@@ -361,15 +361,20 @@ class StopAfter(Callback):
 
 
 class EarlyStopping(Callback):
-    """Stop when the main validation indicator has not improved by ``min_delta`` for ``patience`` evaluations."""
+    """Stop when the main validation indicator has not improved by ``min_delta`` for ``patience`` evaluations,
+    counted from ``start`` (a fraction of the run, :attr:`Trainer.run_fraction`) on: evaluations before it only
+    set the best value."""
 
     all_ranks = True
 
-    def __init__(self, patience: int = 5, min_delta: float = 0.0) -> None:
+    def __init__(self, patience: int = 5, min_delta: float = 0.0, *, start: float = 0.0) -> None:
         if patience < 1:
             raise ValueError(f"early stopping patience must be at least 1, got {patience}")
+        if not 0.0 <= float(start) < 1.0:
+            raise ConfigError(f"trainer.early_stopping_start is a fraction of the run in [0, 1), got {start}")
         self.patience = patience
         self.min_delta = min_delta
+        self.start = float(start)
         self.best: float | None = None
         self.bad_evals = 0
 
@@ -378,6 +383,8 @@ class EarlyStopping(Callback):
         sign = 1.0 if trainer.higher_is_better else -1.0
         if self.best is None or sign * (value - self.best) > self.min_delta:
             self.best, self.bad_evals = value, 0
+            return
+        if trainer.run_fraction < self.start:
             return
         self.bad_evals += 1
         if self.bad_evals >= self.patience:

@@ -149,6 +149,12 @@ class Task(ABC):
         raise ConfigError(f"{type(self).__name__} declares no logits to distill (Task.distill_logits); distill= "
                           "works on the tasks that do (clas, seg, det, ocr rec and det, nlp text classification)")
 
+    def prepare_distill_teacher(self, teacher: nn.Module, meta: dict[str, Any]) -> None:
+        """Called once with the loaded teacher and its meta.json (``{}`` for a registry name) before distillation
+        starts, so that a kit can make the teacher's logits comparable with its own (a recognizer whose teacher
+        reads another dictionary maps the teacher's columns to its characters); nothing by default."""
+        return None
+
     def align_distill_logits(self, student: torch.Tensor, teacher: torch.Tensor,
                              dim: int) -> tuple[torch.Tensor, torch.Tensor]:
         """A student's and a teacher's logits made comparable where the kit knows how (a recognizer whose

@@ -122,6 +122,9 @@ class Trainer:
         keep_last: also keep the last N checkpoints' model directories under ``checkpoints/`` (0: none).
         early_stopping_patience: stop after this many evaluations without improvement (None: never).
         early_stopping_min_delta: the smallest change that counts as an improvement.
+        early_stopping_start: the fraction of the run (its optimizer steps, of the LR schedule's length) before
+            which early stopping never stops it: while the learning rate is still high, a few evaluations without
+            progress say little (0: from the first evaluation).
         time_limit: train for this many minutes of wall-clock time (resumes included) instead of a fixed length,
             as Ultralytics' ``time=``: the run length is re-estimated from the measured pace (evaluations
             included), the LR schedule is stretched to it, and the run stops cleanly with an evaluation,
@@ -150,7 +153,8 @@ class Trainer:
                  clip_grad_norm: float | None = None, ema_decay: float | None = None, eval_every: int = 1,
                  eval_every_iters: int | None = None, checkpoint_every_iters: int | None = None,
                  keep_last: int = 0, early_stopping_patience: int | None = None,
-                 early_stopping_min_delta: float = 0.0, time_limit: float | None = None, seed: int = 0,
+                 early_stopping_min_delta: float = 0.0, early_stopping_start: float = 0.0,
+                 time_limit: float | None = None, seed: int = 0,
                  deterministic: bool = False,
                  device: str = "auto", compile: bool = False, decay_norm_and_bias: bool = False,
                  log_every: int = 10, progress: bool = True, tensorboard: bool = True,
@@ -221,7 +225,8 @@ class Trainer:
         if tensorboard:
             self.callbacks.append(TensorBoardLogger(log_every))
         if early_stopping_patience is not None:
-            self.callbacks.append(EarlyStopping(early_stopping_patience, early_stopping_min_delta))
+            self.callbacks.append(EarlyStopping(early_stopping_patience, early_stopping_min_delta,
+                                                start=early_stopping_start))
         self.callbacks.extend(callbacks)
         # Loop state: what a resumed run restores.
         self.epoch = 0
@@ -592,6 +597,13 @@ class Trainer:
         length = {"max_iters": self.max_iters} if self.max_iters is not None else {"max_epochs": self.max_epochs}
         return OmegaConf.to_yaml({"output_dir": str(self.output_dir), "trainer": {
             **length, "precision": self.precision.name, "seed": self.seed}})
+
+    @property
+    def run_fraction(self) -> float:
+        """How far the run is, as optimizer steps done over the run's length (the LR schedule's, stretched by
+        ``time_limit``; else ``max_iters`` or the epochs' steps)."""
+        total = self._schedule_total() or self.max_iters or (self.steps_per_epoch * self.max_epochs)
+        return self.global_step / total if total else 0.0
 
     def _schedule_total(self) -> int | None:
         """The LR schedule's current length in steps, when it is a stretchable WarmupLR."""

@@ -4,6 +4,7 @@ validated by greedy CTC decoding, line accuracy, normalised edit distance and CE
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,9 @@ from ..metrics import RecMetric
 from ..postprocess.ctc import Decoded, ctc_greedy_decode
 
 logger = logging.getLogger(__name__)
+
+#: the log-probability a teacher's eval output is floored at for distillation (and a character it lacks gets)
+LOG_FLOOR = math.log(1e-8)
 
 #: NRTR's special classes (PaddleOCR's NRTRLabelEncode): padding, unknown, start, end; characters follow
 NRTR_PAD, NRTR_BOS, NRTR_EOS, NRTR_OFFSET = 0, 2, 3, 3
@@ -112,6 +116,7 @@ class TextRecognitionTask(Task):
         self.channels_last = bool(channels_last)
         self.nrtr_loss = SequenceCELoss(ignore_index=NRTR_PAD, smoothing=nrtr_smoothing)
         self.dictionary: CharDictionary | None = None
+        self.teacher_columns: torch.Tensor | None = None  # a distillation teacher's class per student class
         self.preprocessing: dict[str, Any] = {}
 
     @property
@@ -189,10 +194,49 @@ class TextRecognitionTask(Task):
     def validation_step(self, model: nn.Module, batch: Any) -> list[Decoded]:
         return self.decode(step_probabilities(model(batch["image"])))
 
+    def prepare_distill_teacher(self, teacher: nn.Module, meta: dict[str, Any]) -> None:
+        """A teacher reading another dictionary (PP-OCRv6 small's for tiny's, say) is read
+        through this task's: each student class takes the teacher's column of the same character, and characters
+        the teacher lacks get no teacher probability (:meth:`align_distill_logits`).
+
+        Raises:
+            ConfigError: the teacher's dictionary is unknown, or shares under half of the student's characters.
+        """
+        self.teacher_columns = None
+        if self.dictionary is None:
+            raise ConfigError("distillation of a recognizer needs its dictionary: set the task up first")
+        if meta.get("dictionary"):
+            theirs = CharDictionary.from_dict(meta["dictionary"])
+        elif getattr(teacher, "character_dict", None):
+            theirs = CharDictionary.load(teacher.character_dict, use_space_char=bool(getattr(teacher, "use_space_char",
+                                                                                             True)))
+        else:
+            return  # a teacher of unknown dictionary: kd_loss checks the class counts agree
+        if theirs.characters == self.dictionary.characters:
+            return
+        columns = self.dictionary.columns_in(theirs)
+        found = sum(c is not None for c in columns[1:])
+        if found < len(columns[1:]) / 2:
+            raise ConfigError(f"the teacher reads the dictionary {theirs.name!r} ({theirs.num_classes} classes), "
+                              f"which holds {found} of the student's {len(columns) - 1} characters "
+                              f"({self.dictionary.name!r}): too few to distill from; give a teacher trained on this "
+                              "dictionary")
+        self.teacher_columns = torch.tensor([-1 if c is None else c for c in columns])
+        logger.info("distill: the teacher's %d classes (%s) read through the student's %d (%s): %d of %d characters "
+                    "found, the rest get no teacher probability", theirs.num_classes, theirs.name,
+                    self.dictionary.num_classes, self.dictionary.name, found, len(columns) - 1)
+
     def align_distill_logits(self, student: torch.Tensor, teacher: torch.Tensor,
                              dim: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """PP-LCNetV3 recognizers pool a line to 40 steps in training and to width / 8 steps in eval (Paddle's
-        backbone does the same): the teacher's eval steps are resampled to the student's count."""
+        """The teacher's columns in the student's dictionary (:meth:`prepare_distill_teacher`; a column the teacher
+        lacks gets the log-probability floor of :meth:`distill_logits`, ``log 1e-8``); and PP-LCNetV3 recognizers
+        pool a line to 40 steps in training and to width / 8 steps in eval (Paddle's backbone does the same): the
+        teacher's eval steps are resampled to the student's count."""
+        columns = self.teacher_columns
+        if columns is not None and teacher.shape[-1] != student.shape[-1]:
+            columns = columns.to(teacher.device)
+            picked = teacher.index_select(-1, columns.clamp_min(0))
+            teacher = torch.where(columns >= 0, picked, torch.full_like(picked, LOG_FLOOR))
         if student.shape[1] != teacher.shape[1] and student.shape[0] == teacher.shape[0]:
             teacher = nn.functional.interpolate(teacher.transpose(1, 2), size=student.shape[1], mode="linear",
                                                 align_corners=False).transpose(1, 2)
@@ -203,7 +247,7 @@ class TextRecognitionTask(Task):
         PP-OCR's CML distills the CTC head; guidance heads train on labels only."""
         if isinstance(outputs, dict):
             return [(outputs["ctc"], -1)]
-        return [(step_probabilities(outputs).float().clamp_min(1e-8).log(), -1)]
+        return [(step_probabilities(outputs).float().clamp_min(math.exp(LOG_FLOOR)).log(), -1)]
 
     def build_metric(self) -> RecMetric:
         return RecMetric()

@@ -109,6 +109,16 @@ def test_early_stopping_stops_when_the_metric_stalls(trainer_factory):
     assert len(trainer.history) == 3  # the first evaluation sets the best; two more without improvement
 
 
+def test_early_stopping_waits_for_its_start_fraction_of_the_run(trainer_factory):
+    # a stalled metric counts from 60 % of the run on (epochs 6 and 7 of 10), not before (2 to 5)
+    trainer = trainer_factory(max_epochs=10, early_stopping_patience=2, early_stopping_start=0.6,
+                              optimizer=lambda p: torch.optim.SGD(p, lr=0.0))
+    trainer.fit()
+    assert len(trainer.history) == 7
+    with pytest.raises(ConfigError, match=r"early_stopping_start is a fraction of the run in \[0, 1\), got 1.5"):
+        trainer_factory(max_epochs=2, early_stopping_patience=2, early_stopping_start=1.5)
+
+
 def test_tie_breaker_decides_between_equal_main_indicators(tmp_path, toy):
     """Accuracy saturates at 100 on the blobs; the later, better-fitted epoch becomes best through its loss."""
 
