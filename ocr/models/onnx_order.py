@@ -80,10 +80,16 @@ def execution_order(model: nn.Module, example: torch.Tensor) -> list[tuple[str, 
     return out
 
 
-def map_by_execution_order(model: nn.Module, onnx_path: str | Path, example: torch.Tensor
-                           ) -> dict[str, torch.Tensor]:
+def _is_head(name: str, head: tuple[str, ...]) -> bool:
+    return any(name == h or name.startswith(h + ".") for h in head)
+
+
+def map_by_execution_order(model: nn.Module, onnx_path: str | Path, example: torch.Tensor,
+                           head: tuple[str, ...] = ()) -> dict[str, torch.Tensor]:
     """The tensors of ``onnx_path`` in ``model``'s names (see the module docstring); ``model`` must already have
-    the file's layout (folded, its number of classes) and be in eval mode.
+    the file's layout (folded) and be in eval mode. Tensors under ``head`` (module prefixes) pair with the file's
+    next tensor of their rank even when its size differs (a head of another class count): those are left out of
+    the mapping, for the loader to re-initialise.
 
     Raises:
         WeightsError: the two orders do not pair up one for one.
@@ -99,7 +105,10 @@ def map_by_execution_order(model: nn.Module, onnx_path: str | Path, example: tor
             onnx_name, value = theirs[j]
             j += 1
             value = value.T if linear and value.ndim == 2 else value
-            if value.size == target[name].numel() and np.squeeze(value).shape == torch.empty(want).squeeze().shape:
+            fits = value.size == target[name].numel() and np.squeeze(value).shape == torch.empty(want).squeeze().shape
+            if not fits and _is_head(name, head) and value.ndim == len(want) and value.size > 1:
+                break  # the head's tensor, of another class count: not mapped
+            if fits:
                 mapped[name] = torch.from_numpy(np.array(value, copy=True).reshape(want)).to(target[name].dtype)
                 break
             if value.size > 1:
@@ -144,7 +153,7 @@ def onnx_release_loader(package: str, relative: str, example_shape: tuple[int, .
             model.reparameterize()
         training = model.training
         try:
-            mapped = map_by_execution_order(model.eval(), path, torch.zeros(example_shape))
+            mapped = map_by_execution_order(model.eval(), path, torch.zeros(example_shape), head=tuple(card.classifier))
         finally:
             model.train(training)
         # What inference never calls (training-only branches, Paddle's unused stride-2 activations) keeps its values.

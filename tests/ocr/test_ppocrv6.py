@@ -87,3 +87,11 @@ def test_the_detectors_published_postprocessing_reaches_pipeline_task_and_export
     task.setup(Data())
     settings = task.postprocess.to_dict()
     assert (settings["thresh"], settings["box_thresh"], settings["unclip_ratio"]) == (0.2, 0.45, 1.6)
+
+
+def test_released_weights_under_another_dictionary_keep_all_but_the_head():
+    # fine-tuning on an own dictionary (96 classes): every tensor but the classifier comes from the release
+    released = create_model("ocr/ppocrv6_rec_tiny", pretrained=True).state_dict()
+    own = create_model("ocr/ppocrv6_rec_tiny", pretrained=True, num_classes=96).state_dict()
+    differ = sorted(k for k, v in own.items() if v.shape != released[k].shape or not torch.equal(v, released[k]))
+    assert differ == ["head.fc2.bias", "head.fc2.weight"] and own["head.fc2.weight"].shape[0] == 96
