@@ -51,7 +51,8 @@ def main() -> None:
              for i in range(args.pages)]
     if not is_pipeline_dir(args.export):
         print(f"exporting the pipeline to {args.export} ...")
-        export_pipeline(args.export, cls="ocr/cls_mv3_mobile", det_example=(320, 320), verify=False)
+        export_pipeline(args.export, det="ocr/ppocrv4_det_mobile", rec="ocr/ppocrv4_rec_mobile",
+                        cls="ocr/cls_mv3_mobile", det_example=(320, 320), verify=False)
 
     from rapidocr_onnxruntime import RapidOCR
 

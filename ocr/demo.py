@@ -133,7 +133,7 @@ def export(rec: str | Path, out: str | Path, pages: str | Path | None = None) ->
     """Export PP-OCRv4 det and the fine-tuned rec to ONNX as a pipeline folder; read the pages with it."""
     from .export import export_pipeline
 
-    folder, reports = export_pipeline(out, rec=rec, det_example=(320, 320))
+    folder, reports = export_pipeline(out, det="ocr/ppocrv4_det_mobile", rec=rec, det_example=(320, 320))
     for stage, report in reports.items():
         print(f"-- {stage}\n{report.table()}")
     if pages:

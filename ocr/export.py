@@ -21,6 +21,7 @@ from oarkit.core.registry import create_model, model_info
 from .charset import CharDictionary
 from .data.datasets import DetPreprocess, RecPreprocess
 from .data.module import OCRClsData, OCRDetData, OCRRecData
+from .pipeline.ocr import DEFAULT_DET, DEFAULT_REC
 from .tasks import TextDetectionTask, TextOrientationTask, TextRecognitionTask
 from .tasks.det import published_postprocess
 
@@ -93,8 +94,8 @@ def export_source(source: str | Path, *, pretrained: bool | str = True) -> Expor
                                  from_registry=functools.partial(_from_registry, pretrained=pretrained))
 
 
-def export_pipeline(output_dir: str | Path, *, det: str | Path = "ocr/ppocrv4_det_mobile",
-                    rec: str | Path = "ocr/ppocrv4_rec_mobile", cls: str | Path | None = None,
+def export_pipeline(output_dir: str | Path, *, det: str | Path = DEFAULT_DET, rec: str | Path = DEFAULT_REC,
+                    cls: str | Path | None = None,
                     format: str = "onnx", pretrained: bool | str = True, verify: bool = True,
                     det_example: tuple[int, int] = (640, 640), rec_example_width: int = 320,
                     parameters: dict[str, Any] | None = None, data_roots: dict[str, str] | None = None,
@@ -104,7 +105,7 @@ def export_pipeline(output_dir: str | Path, *, det: str | Path = "ocr/ppocrv4_de
 
     Args:
         output_dir: the pipeline folder (``det/<format>``, ``rec/<format>``, ... inside).
-        det, rec, cls: run directories or registry names.
+        det, rec, cls: run directories or registry names (det and rec default to ``OCR()``'s, PP-OCRv6 small).
         format: an export format (``onnx``, ``openvino``, ``onnx_int8``, ...); the stages run its artifacts
             (the float artifacts an int8 format is built from are written beside them).
         pretrained: for registry names, load the registered weights.

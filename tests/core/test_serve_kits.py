@@ -211,7 +211,8 @@ def ocr_sources(tmp_path_factory) -> dict[str, str]:
 
     root = tmp_path_factory.mktemp("ocr_sources")
     assert main(["export", "ocr/cls_mv3_mobile", "--format", "onnx", "--output-dir", str(root / "cls")]) == 0
-    folder, _ = export_pipeline(root / "pipeline", cls="ocr/cls_mv3_mobile", det_example=(160, 160), verify=False)
+    folder, _ = export_pipeline(root / "pipeline", det="ocr/ppocrv4_det_mobile", rec="ocr/ppocrv4_rec_mobile",
+                                cls="ocr/cls_mv3_mobile", det_example=(160, 160), verify=False)
     return {"registry": "ocr/cls_mv3_mobile", "export": str(root / "cls" / "onnx"), "pipeline": str(folder)}
 
 

@@ -21,6 +21,9 @@ from oarkit.core.errors import OarkitError
 from oarkit.core.export import export
 from oarkit.ocr import OCR, OCRResult, export_pipeline, export_source, render_page
 
+#: the pipeline tests export PP-OCRv4 mobile (smaller than the default PP-OCRv6 small: the mechanism is the point)
+V4 = {"det": "ocr/ppocrv4_det_mobile", "rec": "ocr/ppocrv4_rec_mobile"}
+
 
 def _int8_checks(report, int8_share: float) -> None:
     """Every row passed (int8: the decisions its outputs drive and the task metric within their bounds), and the
@@ -93,12 +96,12 @@ def test_predict_takes_a_pipeline_folder(tmp_path, monkeypatch, capsys):
 @pytest.mark.slow
 def test_int8_pipeline_with_a_float_recognizer_reads_like_eager(tmp_path, det_root, rec_root):
     # int8 det and cls (calibrated on rendered pages and lines), the recognizer kept float (stage_formats)
-    folder, reports = export_pipeline(tmp_path / "ocr", cls="ocr/cls_mv3_mobile", format="onnx_int8",
+    folder, reports = export_pipeline(tmp_path / "ocr", **V4, cls="ocr/cls_mv3_mobile", format="onnx_int8",
                                       stage_formats={"rec": "onnx"}, det_example=(160, 160), rec_example_width=160,
                                       data_roots={"det": str(det_root), "cls": str(rec_root)}, calibration_images=8)
     assert {k: v.model for k, v in read_pipeline(folder).stages.items()} == {
         "det": "det/onnx_int8", "cls": "cls/onnx_int8", "rec": "rec/onnx"}
-    exported, eager = OCR(folder), OCR(version="PP-OCRv4", use_cls=True)  # export_pipeline's det + rec
+    exported, eager = OCR(folder), OCR(version="PP-OCRv4", use_cls=True)  # the exported det + rec
     for language in ("en", "ch"):
         page = render_page(6, size=(480, 640), language=language, seed=2)
         # int8 boxes end a few pixels off, which can take a space between words with them ("how666")
@@ -122,11 +125,11 @@ def test_recognizer_export_keeps_a_dynamic_width(tmp_path):
 
 @pytest.mark.slow
 def test_exported_pipeline_reads_like_eager(tmp_path, capsys):
-    folder, reports = export_pipeline(tmp_path / "ocr", cls="ocr/cls_mv3_mobile", det_example=(160, 160),
+    folder, reports = export_pipeline(tmp_path / "ocr", **V4, cls="ocr/cls_mv3_mobile", det_example=(160, 160),
                                       rec_example_width=160)
     assert read_pipeline(folder).glue == "ocr/det_cls_rec"
     assert all(r.rows[0].status == "pass" for r in reports.values())
-    exported, eager = OCR(folder), OCR(version="PP-OCRv4", use_cls=True)  # export_pipeline's det + rec
+    exported, eager = OCR(folder), OCR(version="PP-OCRv4", use_cls=True)  # the exported det + rec
     for language in ("en", "ch"):
         page = render_page(6, size=(480, 640), language=language, seed=2)
         assert exported(page.image).text == eager(page.image).text == page.text
