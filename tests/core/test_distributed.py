@@ -43,8 +43,11 @@ class DieOnce(Callback):
 
 if args.get("die"):
     callbacks.append(DieOnce())
-trainer = toy.make_trainer(Path(args["out"]), task=toy.ToyTask(norm=args.get("norm", False), dropout=0.0,
-                                                               metric=args.get("metric", "accuracy")),
+task = toy.ToyTask(norm=args.get("norm", False), dropout=0.0, metric=args.get("metric", "accuracy"))
+if args.get("dml"):
+    from oarkit.core.distill.dml import MutualLearningTask
+    task = MutualLearningTask(task, temperature=2.0, alpha=0.5)
+trainer = toy.make_trainer(Path(args["out"]), task=task,
                            data=toy.BlobData(n=args.get("n", 128), batch_size=args["batch"]),
                            max_epochs=args.get("epochs", 2), accumulate_grad_batches=args.get("accumulate", 1),
                            strategy=args.get("strategy", "ddp"), callbacks=callbacks, resume=args.get("resume", False),
@@ -94,8 +97,8 @@ def torchrun(tmp_path: Path, args: dict, *, nproc: int = 2, extra: tuple[str, ..
 
 
 def single(toy, out: Path, *, batch: int, accumulate: int = 1, n: int = 128, epochs: int = 2, metric: str = "accuracy",
-           **kw):
-    trainer = toy.make_trainer(out, task=toy.ToyTask(norm=False, dropout=0.0, metric=metric),
+           task=None, **kw):
+    trainer = toy.make_trainer(out, task=task or toy.ToyTask(norm=False, dropout=0.0, metric=metric),
                                data=toy.BlobData(n=n, batch_size=batch), max_epochs=epochs,
                                accumulate_grad_batches=accumulate,
                                optimizer=lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), **kw)
@@ -117,6 +120,24 @@ def test_two_processes_match_one_process_with_twice_the_batch(tmp_path, toy, acc
     single(toy, tmp_path / "one", batch=16, accumulate=accumulate)
     _assert_same_weights(tmp_path / "ddp", tmp_path / "one")
     assert json.loads((tmp_path / "ddp" / "result.json").read_text())["world"] == 2
+
+
+def test_a_mutual_learning_peer_averages_its_gradients_across_ranks(tmp_path, toy):
+    # the DML peer sits outside DDP (extras): with its gradients averaged, two ranks train it as one process with
+    # twice the batch does; without, rank 0's peer would follow rank 0's half of the data alone
+    from oarkit.core.distill.dml import MutualLearningTask
+
+    torchrun(tmp_path / "ddp", {"out": str(tmp_path / "ddp"), "batch": 8, "dml": True})
+    single(toy, tmp_path / "one", batch=16,
+           task=MutualLearningTask(toy.ToyTask(norm=False, dropout=0.0), temperature=2.0, alpha=0.5))
+    _assert_same_weights(tmp_path / "ddp", tmp_path / "one")
+    peers = []
+    for run in ("ddp", "one"):
+        state = torch.load(tmp_path / run / "run" / "last" / ckpt.STATE_FILE, weights_only=True)
+        peers.append(next(s["weights"] for k, s in state["callbacks"].items() if k.endswith("ExtrasState")))
+    assert peers[0].keys() == peers[1].keys() and peers[0]
+    for k in peers[0]:
+        torch.testing.assert_close(peers[0][k], peers[1][k], rtol=1e-5, atol=1e-5, msg=k)
 
 
 def test_fsdp_matches_one_process_and_saves_full_weights(tmp_path, toy):
