@@ -16,6 +16,7 @@ import numpy as np
 from oarkit.core.chatter import quiet_loggers
 from oarkit.core.deploy.optional import require
 from oarkit.core.errors import ConfigError
+from oarkit.core.quant.calibration_memory import calibration_plan, collect_in_chunks, describe, rebatch
 
 logger = logging.getLogger(__name__)
 
@@ -175,10 +176,14 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
                               f"e.g. {[n.name for n in model.graph.node][:5]}")
         named = Path(tmp) / "named.onnx"
         onnx.save(model, str(named))
+        plan = calibration_plan(named, feeds)
+        if plan.chunk is not None:
+            feeds = rebatch(feeds, plan.batch_size)
+        samples = sum(int(next(iter(f.values())).shape[0]) for f in feeds)
 
         def run(calibrate_method: Any) -> None:
             # onnxruntime's histogram calibrators print their progress; the exporter reports the outcome
-            with contextlib.redirect_stdout(io.StringIO()):
+            with contextlib.redirect_stdout(io.StringIO()), collect_in_chunks(plan.chunk):
                 quantization.quantize_static(
                     str(named), str(int8_path), Reader(), quant_format=quantization.QuantFormat.QDQ,
                     activation_type=quantization.QuantType.QUInt8, weight_type=quantization.QuantType.QInt8,
@@ -195,8 +200,9 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
                 raise
             logger.warning("%s calibration failed (%s); falling back to minmax ranges", calibration_method, err)
             run(quantization.CalibrationMethod.MinMax)
-    logger.info("int8 QDQ model (u8 activations, s8 weights, %s calibration over %d batches)%s",
-                calibration_method, len(feeds), f"; kept float: {', '.join(excluded)}" if excluded else "")
+    logger.info("int8 QDQ model (u8 activations, s8 weights, %s calibration over %d batches)%s%s",
+                calibration_method, len(feeds), f"; kept float: {', '.join(excluded)}" if excluded else "",
+                describe(plan, samples))
     return int8_path
 
 
