@@ -195,9 +195,9 @@ class TextRecognitionTask(Task):
         return self.decode(step_probabilities(model(batch["image"])))
 
     def prepare_distill_teacher(self, teacher: nn.Module, meta: dict[str, Any]) -> None:
-        """A teacher reading another dictionary (PP-OCRv6 small's for tiny's, say) is read
-        through this task's: each student class takes the teacher's column of the same character, and characters
-        the teacher lacks get no teacher probability (:meth:`align_distill_logits`).
+        """Read a teacher of another dictionary (PP-OCRv6 small's, for a student on tiny's or on English) through
+        this task's: each student class takes the teacher's column of the same character, and a character the
+        teacher lacks gets no teacher probability (:meth:`align_distill_logits`).
 
         Raises:
             ConfigError: the teacher's dictionary is unknown, or shares under half of the student's characters.
@@ -233,7 +233,7 @@ class TextRecognitionTask(Task):
         pool a line to 40 steps in training and to width / 8 steps in eval (Paddle's backbone does the same): the
         teacher's eval steps are resampled to the student's count."""
         columns = self.teacher_columns
-        if columns is not None and teacher.shape[-1] != student.shape[-1]:
+        if columns is not None:
             columns = columns.to(teacher.device)
             picked = teacher.index_select(-1, columns.clamp_min(0))
             teacher = torch.where(columns >= 0, picked, torch.full_like(picked, LOG_FLOOR))
