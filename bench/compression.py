@@ -12,10 +12,12 @@ each exported through oarkit's pipeline to ONNX and int8 ONNX (onnxruntime stati
 images) and verified on the validation split, so every metric, the int8 ones included, comes from the one
 evaluation path. Latency: onnxruntime batch 1, 1 thread, all artifacts of a kit interleaved round by round
 (``bench/export_latency.py``'s timer), median over rounds, as a ratio to the float ONNX model. Writes
-``bench/results/compression.md`` (tables of kits measured earlier are kept from their ``results.json``).
+``bench/results/compression.md`` and each kit's ``results.json`` into ``bench/results/compression/`` (tables of
+kits measured earlier are kept from those, or, measured in another checkout, as their sections were written).
 
     python bench/compression.py --only clas --seeds 3 --epochs 30
     python bench/compression.py --only ocr_rec --minutes 6
+    python bench/compression.py --only ocr_rec_lines --minutes 4   # the OCR distillation goal
 """
 
 from __future__ import annotations
@@ -81,16 +83,30 @@ KITS = {
     "ocr_rec": Kit("ocr_rec_digits", "configs/ocr/ppocrv4_rec_mobile_own_data.yaml",
                    student=("task.model.name=ocr/ppocrv6_rec_tiny",), teacher="ocr/ppocrv6_rec_small",
                    goal_metric=("char acc", "cer", -1, 1.0), goal_gain=2.0),
+    # the OCR distillation goal: an English recognizer (PP-OCRv6 tiny's backbone, a new head for the en dictionary)
+    # fine-tuned on rendered lines, taught by PP-OCRv6 small read through that dictionary
+    "ocr_rec_lines": Kit("ocr_rec_lines", "configs/ocr/ppocrv4_rec_mobile_own_data.yaml",
+                         student=("task.model.name=ocr/ppocrv6_rec_tiny", "data.dictionary=en"),
+                         teacher="ocr/ppocrv6_rec_small", goal_metric=("char acc", "cer", -1, 1.0), goal_gain=2.0),
     "ocr_det": Kit("ocr_det_digits", "configs/ocr/ppocrv4_det_mobile_own_data.yaml", student=(),
                    teacher="ocr/ppocrv6_det_small"),  # PP-OCRv4 server's weights do not ship offline
     "nlp": Kit("nlp_fortunes", "configs/nlp/minilm_l6_text_cls_own_data.yaml",
                student=("task.model.name=nlp/bert_mini_uncased",), teacher=("task.model.name=nlp/all_minilm_l6_v2",)),
 }
 ROWS = ("float", "pruned", "distilled", "pruned_distilled")
+#: every kit's results.json, kept beside the default report (another ``--md`` keeps them in its own folder)
+KEPT = ROOT / "bench" / "results" / "compression"
 
 
 def log(message: str) -> None:
     print(f"[{datetime.datetime.now(datetime.UTC):%H:%M:%S}] {message}", flush=True)
+
+
+def build_rendered_lines(root: Path) -> None:
+    """3000 / 300 rendered English lines (oarkit's renderer, noise and a little blur) in PaddleOCR's list layout."""
+    from oarkit.ocr.render.renderer import LineStyle, write_rec_set
+
+    write_rec_set(root, train=3000, val=300, language="en", seed=0, style=LineStyle(noise=8.0, blur=0.6))
 
 
 # ----------------------------------------------------------------------------- training
@@ -225,9 +241,10 @@ def run_kit(name: str, kit: Kit, args: argparse.Namespace, data_root: Path, out:
         student(f"float_s{seed}", seed, [])
         student(f"distilled_s{seed}", seed, distill)
     prune = [f"prune={args.prune_method}", f"prune.checkpoint={work / 'float_s0'}", f"prune.flops={args.flops}"]
-    log(f"{name}: pruned, pruned + distilled")
-    student("pruned", 0, prune)
-    student("pruned_distilled", 0, [*prune, *distill])
+    if not args.no_pruning:
+        log(f"{name}: pruned, pruned + distilled")
+        student("pruned", 0, prune)
+        student("pruned_distilled", 0, [*prune, *distill])
 
     indicator = None
     per_seed: dict[str, list[float | None]] = {"float": [], "distilled": []}
@@ -245,6 +262,8 @@ def run_kit(name: str, kit: Kit, args: argparse.Namespace, data_root: Path, out:
     rows: dict[str, dict] = {}
     sources = {"teacher": teacher, "float": work / "float_s0", "pruned": work / "pruned",
                "distilled": work / "distilled_s0", "pruned_distilled": work / "pruned_distilled"}
+    if args.no_pruning:
+        sources = {k: v for k, v in sources.items() if not k.startswith("pruned")}
     for row, path in sources.items():
         if not isinstance(path, str) and not (path / "best" / "meta.json").exists():
             log(f"{name}: {row} has no best/ (training failed); not measured")
@@ -402,6 +421,18 @@ def _kernels(base: dict, other: dict) -> str:
             "(onnxruntime's NCHWc kernels and fusions need multiples of 8)")
 
 
+def earlier_sections(path: Path) -> dict[str, str]:
+    """The ``## kit: ...`` sections of an existing report, by kit (a kit measured in an earlier checkout)."""
+    if not path.exists():
+        return {}
+    sections = {}
+    for chunk in path.read_text().split("\n## ")[1:]:
+        name = chunk.split(":", 1)[0].strip()
+        body = chunk.split("\nNot run:", 1)[0].split("\n(" + name + ": the section", 1)[0]
+        sections[name] = "## " + body
+    return sections
+
+
 def write_markdown(results: dict[str, dict], path: Path, command: str) -> None:
     import onnxruntime
     import torch
@@ -437,7 +468,12 @@ def write_markdown(results: dict[str, dict], path: Path, command: str) -> None:
         minutes = {k: v.get("minutes") for k, v in result["runs"].items()}
         lines += ["Training wall minutes: " + ", ".join(f"{k} {_fmt(v, '.1f')}" for k, v in minutes.items()), "",
                   "Goals:", "", *goals(result), "", "Commands:", "", "```", *result["commands"], "```", ""]
-    missing = [k for k in KITS if k not in results]
+    earlier = earlier_sections(path)
+    kept = [k for k in KITS if k not in results and k in earlier]
+    for name in kept:
+        lines += [earlier[name].rstrip(), "", f"({name}: the section of an earlier report, kept as written: its "
+                  "results.json is not in this checkout.)", ""]
+    missing = [k for k in KITS if k not in results and k not in earlier]
     if missing:
         lines += [f"Not run: {', '.join(missing)} (no results.json under the output folder).", ""]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -461,13 +497,18 @@ def main() -> None:
     parser.add_argument("--out", default="runs/compression_bench")
     parser.add_argument("--md", default="bench/results/compression.md")
     parser.add_argument("--report-only", action="store_true", help="rewrite --md from the results.json files")
+    parser.add_argument("--no-pruning", action="store_true", help="train and measure teacher, float and distilled only")
     args = parser.parse_args()
     data, out = ROOT / args.data, ROOT / args.out
+    kept = KEPT if (ROOT / args.md).resolve() == (ROOT / "bench/results/compression.md").resolve() else \
+        (ROOT / args.md).with_suffix("")
     command = shlex.join(["python", "bench/compression.py", *sys.argv[1:]])
     for name in [] if args.report_only else args.only:
         if not (data / KITS[name].data_set).exists():
             log(f"building the own-data sets under {data}")
-            if name.startswith("ocr"):
+            if name == "ocr_rec_lines":
+                build_rendered_lines(data / KITS[name].data_set)
+            elif name.startswith("ocr"):
                 from own_data_ocr_sets import build_ocr
 
                 build_ocr(data)
@@ -485,11 +526,13 @@ def main() -> None:
         result["command"] = command
         result["wall_minutes"] = (time.perf_counter() - started) / 60
         (out / name / "results.json").write_text(json.dumps(result, indent=1, default=str))
+        kept.mkdir(parents=True, exist_ok=True)  # beside the report, so a fresh checkout keeps the figures
+        (kept / f"{name}.json").write_text(json.dumps(result, indent=1, default=str))
         log(f"{name}: done in {result['wall_minutes']:.1f} min")
     results = {}
     for name in KITS:
-        path = out / name / "results.json"
-        if path.exists():
+        path = next((p for p in (out / name / "results.json", kept / f"{name}.json") if p.exists()), None)
+        if path is not None:
             results[name] = json.loads(path.read_text())
     command = next((r["command"] for r in results.values()), command) if args.report_only else command
     write_markdown(results, ROOT / args.md, command)
