@@ -147,6 +147,11 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
     batches = [[np.ascontiguousarray(a, dtype=np.float32) for a in batch] for batch in batches]
     if not batches:
         raise ConfigError("int8 calibration got no batches; give it some training images")
+    shapes = sorted({tuple(tuple(a.shape[1:]) for a in batch) for batch in batches})
+    if len(shapes) > 1:
+        raise ConfigError(f"static int8 calibration needs inputs of one shape, but the calibration batches have "
+                          f"{len(shapes)} ({shapes[0]}, {shapes[1]}, ...): a model of variable-length inputs (a text "
+                          "encoder) is quantized with onnx_int8_dynamic, which needs no calibration")
     # Histogram calibrators stack batches: cut everything into equal batches (a short last one is dropped).
     size = batches[0][0].shape[0]
     stacked = [np.concatenate([b[k] for b in batches]) for k in range(len(batches[0]))]

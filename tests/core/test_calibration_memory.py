@@ -61,3 +61,12 @@ def test_a_chunked_calibration_gives_the_int8_model_of_one_collection(conv_model
             assert a[name] == b[name], name
         else:  # the first collection's bin width is finer than one collection's: within 1 %
             assert b[name] == pytest.approx(a[name], rel=0.01), name
+
+
+def test_calibration_batches_of_several_shapes_are_refused_by_name(conv_model, tmp_path):
+    from oarkit.core.errors import ConfigError
+
+    rng = np.random.default_rng(0)
+    batches = [[rng.normal(size=(2, 3, 16, w)).astype(np.float32)] for w in (16, 24)]
+    with pytest.raises(ConfigError, match="needs inputs of one shape.*onnx_int8_dynamic"):
+        quantize_onnx_static(conv_model, tmp_path / "x.onnx", batches, input_names=["x"])
