@@ -472,7 +472,14 @@ def write_markdown(results: dict[str, dict], path: Path, command: str) -> None:
              "export verification (`oarkit export RUN --format onnx --quantize int8 --verify`), which uses the "
              "Trainer's evaluation path. 'export check' is that verification's verdict (outputs within tolerance "
              "of eager, metric within the format's allowance).", ""]
-    for name, result in results.items():
+    earlier = earlier_sections(path)
+    for name in KITS:  # the kits in one order, measured here or kept from an earlier report
+        if name not in results:
+            if name in earlier:
+                lines += [earlier[name].rstrip(), "", f"({name}: the section of an earlier report, kept as written: "
+                          "its results.json is not in this checkout.)", ""]
+            continue
+        result = results[name]
         teacher = result["teacher"] if isinstance(result["teacher"], str) else " ".join(result["teacher"])
         load = ", ".join(f"{x:.1f}" for x in result["loadavg"])
         lines += [f"## {name}: `{result['data_set']}`", "",
@@ -489,11 +496,6 @@ def write_markdown(results: dict[str, dict], path: Path, command: str) -> None:
         minutes = {k: v.get("minutes") for k, v in result["runs"].items()}
         lines += ["Training wall minutes: " + ", ".join(f"{k} {_fmt(v, '.1f')}" for k, v in minutes.items()), "",
                   "Goals:", "", *goals(result), "", "Commands:", "", "```", *result["commands"], "```", ""]
-    earlier = earlier_sections(path)
-    kept = [k for k in KITS if k not in results and k in earlier]
-    for name in kept:
-        lines += [earlier[name].rstrip(), "", f"({name}: the section of an earlier report, kept as written: its "
-                  "results.json is not in this checkout.)", ""]
     missing = [k for k in KITS if k not in results and k not in earlier]
     if missing:
         lines += [f"Not run: {', '.join(missing)} (no results.json under the output folder).", ""]
