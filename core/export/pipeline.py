@@ -101,6 +101,7 @@ class Exporter:
         self.metric_limit = metric_limit
         source.model.eval()  # not chained: a PT2E module's patched eval() returns None
         self.spec: DeploySpec = source.task.deploy_spec(source.model)
+        self.batch_size = min(self.batch_size, largest_batch(self.spec))  # a detector's graph takes up to 16
         self.reference = self.spec.module
         self.reference.eval()
         if example_inputs is not None:  # e.g. a small size for a quick zoo check
@@ -308,6 +309,19 @@ class Exporter:
                                  "latency_ms": row.latency_ms, "metric": row.metric, "metric_delta": row.metric_delta,
                                  "main_indicator": report.main_indicator, "data_root": self.data_root}
         manifest.write(folder)
+
+
+def largest_batch(spec: DeploySpec) -> int:
+    """The largest batch every input of ``spec`` takes (its axis 0: a :class:`Dim`'s max, or a fixed size);
+    a large number when unbounded."""
+    largest = 1 << 30
+    for item in spec.inputs or ():
+        first = item.dims[0] if len(item.dims) else None
+        if isinstance(first, Dim) and first.max is not None:
+            largest = min(largest, int(first.max))
+        elif isinstance(first, int):
+            largest = min(largest, first)
+    return largest
 
 
 def export(source: ExportSource, formats: str | Sequence[str] = "onnx", *, quantize: str | None = None,

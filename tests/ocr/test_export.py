@@ -138,3 +138,12 @@ def test_exported_pipeline_reads_like_eager(tmp_path, capsys):
     Image.fromarray(page.image).save(image)
     assert main(["predict", str(folder), str(image)]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["text"] == page.text
+
+
+def test_verification_batches_fit_the_detectors_graph(tmp_path):
+    # a text detector's graph takes batches of 1 to 16: the exporter's metric and calibration passes stay within
+    from oarkit.core.export.pipeline import Exporter, largest_batch
+
+    exporter = Exporter(export_source("ocr/ppocrv4_det_mobile"), output_dir=tmp_path, verify=False, batch_size=32)
+    assert largest_batch(exporter.spec) == 16 and exporter.batch_size == 16
+    assert Exporter(export_source("ocr/ppocrv4_det_mobile"), output_dir=tmp_path, batch_size=4).batch_size == 4
