@@ -11,6 +11,7 @@ import re
 import shutil
 import tempfile
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -166,6 +167,11 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     return {k.removeprefix("module."): v for k, v in state.items() if isinstance(v, torch.Tensor)}
 
 
+def in_head(name: str, head: Sequence[str]) -> bool:
+    """Whether the state-dict ``name`` lies under one of the ``head`` module prefixes (a card's ``classifier``)."""
+    return any(name == h or name.startswith(h + ".") for h in head)
+
+
 def load_state_dict(model: nn.Module, state: dict[str, Any], *, head: tuple[str, ...] = (),
                     source: str = "checkpoint") -> list[str]:
     """Load ``state`` onto ``model``; head tensors whose shape differs are left at their fresh initialisation.
@@ -177,9 +183,8 @@ def load_state_dict(model: nn.Module, state: dict[str, Any], *, head: tuple[str,
         WeightsError: a tensor outside the head is missing, unexpected or of another shape.
     """
     own = model.state_dict()
-    in_head = [k for k in own if any(k == h or k.startswith(h + ".") for h in head)]
     # A head of another size, or none at all (a backbone-only checkpoint), keeps its fresh initialisation.
-    reset = [k for k in in_head if k not in state or state[k].shape != own[k].shape]
+    reset = [k for k in own if in_head(k, head) and (k not in state or state[k].shape != own[k].shape)]
     state = {k: v for k, v in state.items() if k not in reset}
     bad_shape = [f"{k}: {tuple(v.shape)} vs {tuple(own[k].shape)}" for k, v in state.items()
                  if k in own and v.shape != own[k].shape]

@@ -43,6 +43,7 @@ import torch
 from torch import nn
 
 from oarkit.core.errors import WeightsError
+from oarkit.core.hub import in_head
 from oarkit.core.interop.inference_model import bf16_to_float32
 
 Rename = tuple[str, str | Callable[[re.Match[str]], str]] | Callable[[str], str | None]
@@ -152,7 +153,6 @@ def apply_mapping(state: Mapping[str, np.ndarray], model: nn.Module, mapping: Pa
         WeightsError: tensors left unmapped, missing or mis-shaped; every one is listed.
     """
     target = model.state_dict()
-    in_head = (lambda k: any(k == h or k.startswith(h + ".") for h in head)) if head else (lambda k: False)
     if mapping.bind is not None:
         mapping = mapping.bind(model)
     state = dict(state)
@@ -197,11 +197,11 @@ def apply_mapping(state: Mapping[str, np.ndarray], model: nn.Module, mapping: Pa
 
     if reset_head:
         converted = {k: v for k, v in converted.items()
-                     if not (in_head(k) and tuple(v.shape) != tuple(target[k].shape))}
+                     if not (in_head(k, head) and tuple(v.shape) != tuple(target[k].shape))}
     mis_shaped = [f"{origin[k]} {_shape(v)} -> {k}: expected {_shape(target[k])}" for k, v in converted.items()
                   if tuple(v.shape) != tuple(target[k].shape)]
     missing = [f"{k} {_shape(v)}" for k, v in target.items()
-               if k not in converted and not _TORCH_ONLY.search(k) and not (reset_head and in_head(k))]
+               if k not in converted and not _TORCH_ONLY.search(k) and not (reset_head and in_head(k, head))]
     if unexpected or missing or mis_shaped or duplicates:
         parts = [f"{label} ({len(items)}):\n    " + "\n    ".join(items[:20]) + ("\n    ..." if len(items) > 20 else "")
                  for label, items in (("shape mismatch (Paddle name and shape -> target)", mis_shaped),
@@ -210,7 +210,7 @@ def apply_mapping(state: Mapping[str, np.ndarray], model: nn.Module, mapping: Pa
                                       ("several Paddle tensors for one target", duplicates)) if items]
         where = f" (Paddle names from {mapping.source})" if mapping.source else ""
         hint = ""
-        if mis_shaped and all(in_head(m.split(" -> ", 1)[1].split(":", 1)[0]) for m in mis_shaped):
+        if mis_shaped and all(in_head(m.split(" -> ", 1)[1].split(":", 1)[0], head) for m in mis_shaped):
             hint = "\n  only the head differs: give the checkpoint's number of classes (num_classes / --num-classes)"
         raise WeightsError(f"{source} does not map onto {type(model).__name__}{where}:\n  " + "\n  ".join(parts)
                            + hint)

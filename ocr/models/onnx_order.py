@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from oarkit.core.errors import WeightsError, WeightsUnavailableError
+from oarkit.core.hub import in_head
 
 HELPER_PREFIXES = ("p2o.helper", "helper.constant")
 #: operators whose inputs after the first are settings, never weights (Resize scales, Clip bounds, exponents, shapes)
@@ -80,10 +81,6 @@ def execution_order(model: nn.Module, example: torch.Tensor) -> list[tuple[str, 
     return out
 
 
-def _is_head(name: str, head: tuple[str, ...]) -> bool:
-    return any(name == h or name.startswith(h + ".") for h in head)
-
-
 def map_by_execution_order(model: nn.Module, onnx_path: str | Path, example: torch.Tensor,
                            head: tuple[str, ...] = ()) -> dict[str, torch.Tensor]:
     """The tensors of ``onnx_path`` in ``model``'s names (see the module docstring); ``model`` must already have
@@ -106,7 +103,7 @@ def map_by_execution_order(model: nn.Module, onnx_path: str | Path, example: tor
             j += 1
             value = value.T if linear and value.ndim == 2 else value
             fits = value.size == target[name].numel() and np.squeeze(value).shape == torch.empty(want).squeeze().shape
-            if not fits and _is_head(name, head) and value.ndim == len(want) and value.size > 1:
+            if not fits and in_head(name, head) and value.ndim == len(want) and value.size > 1:
                 break  # the head's tensor, of another class count: not mapped
             if fits:
                 mapped[name] = torch.from_numpy(np.array(value, copy=True).reshape(want)).to(target[name].dtype)
