@@ -152,6 +152,13 @@ class CharDictionary:
         """The text of class indices (blanks skipped; no collapsing, see :func:`ctc_greedy_decode`)."""
         return "".join(self.characters[i - 1] for i in indices if 0 < i <= len(self.characters))
 
+    @classmethod
+    def of_model(cls, model: object) -> CharDictionary:
+        """The dictionary a recognizer was built with: its ``character_dict`` and ``use_space_char``
+        (``ppocr_keys_v1`` with a space when it names none)."""
+        return cls.load(getattr(model, "character_dict", "ppocr_keys_v1"),
+                        use_space_char=bool(getattr(model, "use_space_char", True)))
+
     def columns_in(self, other: CharDictionary) -> list[int | None]:
         """For each of this dictionary's classes (blank first), the class of ``other`` that reads the same
         character (``None`` where ``other`` lacks it): how a recognizer of another dictionary's outputs are

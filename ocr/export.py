@@ -62,8 +62,7 @@ def registry_meta(name: str, model: torch.nn.Module) -> dict[str, Any]:
         meta["preprocessing"] = pre.to_dict()
         meta["postprocess"] = published_postprocess(model).to_dict()
     elif card.task == "ocr/rec":
-        dictionary = CharDictionary.load(getattr(model, "character_dict", "ppocr_keys_v1"),
-                                         use_space_char=bool(getattr(model, "use_space_char", True)))
+        dictionary = CharDictionary.of_model(model)
         meta["preprocessing"] = RecPreprocess(height=int(getattr(model, "image_height", 48))).to_dict()
         meta["dictionary"] = dictionary.to_dict()
     elif card.task == "ocr/cls":

@@ -101,8 +101,7 @@ def _registry_stage(kind: str, name: str, pretrained: bool | str, device: str) -
                        "std": list(getattr(spec, "std", DET_DEFAULTS["std"])),
                        "limit_side_len": int(getattr(spec, "size", (960, 960))[0]), "db": _model_db(model)}
     if kind == "rec":
-        dictionary = CharDictionary.load(getattr(model, "character_dict", "ppocr_keys_v1"),
-                                         use_space_char=bool(getattr(model, "use_space_char", True)))
+        dictionary = CharDictionary.of_model(model)
         return model, {"height": int(getattr(model, "image_height", 48)), "dictionary": dictionary}
     size = getattr(spec, "size", (48, 192))
     return model, {"height": int(size[0]), "width": int(size[1]), "mean": list(getattr(spec, "mean", (0.5,) * 3)),

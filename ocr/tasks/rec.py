@@ -126,8 +126,7 @@ class TextRecognitionTask(Task):
     def setup(self, data: OCRRecData) -> nn.Module:
         if data.dictionary_name is None:  # the model's own dictionary
             model = self.model_factory()
-            dictionary = CharDictionary.load(getattr(model, "character_dict", "ppocr_keys_v1"),
-                                             use_space_char=bool(getattr(model, "use_space_char", True)))
+            dictionary = CharDictionary.of_model(model)
             data.configure(dictionary=dictionary, height=getattr(model, "image_height", None))
         else:
             dictionary = data.dictionary
@@ -208,8 +207,7 @@ class TextRecognitionTask(Task):
         if meta.get("dictionary"):
             theirs = CharDictionary.from_dict(meta["dictionary"])
         elif getattr(teacher, "character_dict", None):
-            theirs = CharDictionary.load(teacher.character_dict, use_space_char=bool(getattr(teacher, "use_space_char",
-                                                                                             True)))
+            theirs = CharDictionary.of_model(teacher)
         else:
             return  # a teacher of unknown dictionary: kd_loss checks the class counts agree
         if theirs.characters == self.dictionary.characters:
