@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,27 +53,26 @@ def intermediate_bytes(model_path: str | Path, feed: dict[str, np.ndarray]) -> i
     return sum(int(o.nbytes) for o in outputs if isinstance(o, np.ndarray) and o.dtype.kind == "f")
 
 
-def calibration_plan(model_path: str | Path, feeds: Sequence[dict[str, np.ndarray]],
+def equal_batches(samples: dict[str, np.ndarray], batch_size: int) -> list[dict[str, np.ndarray]]:
+    """The samples (each input's arrays stacked on axis 0) cut into equal batches of ``batch_size``: histogram
+    calibrators stack the batches of one collection, so a short last batch is dropped (unless it is the only one)."""
+    total = int(next(iter(samples.values())).shape[0])
+    count = max(1, total // batch_size)
+    return [{k: v[i * batch_size:(i + 1) * batch_size] for k, v in samples.items()} for i in range(count)]
+
+
+def calibration_plan(model_path: str | Path, samples: dict[str, np.ndarray], batch_size: int,
                      budget: int | None = None) -> CalibrationPlan:
-    """The batch size and batches per collection that keep a calibration over ``feeds`` within ``budget``
-    (default :data:`CALIBRATION_BUDGET_BYTES`)."""
+    """The batch size and batches per collection that keep a calibration over ``samples`` (each input's arrays
+    stacked on axis 0), cut into ``batch_size`` batches, within ``budget`` (default
+    :data:`CALIBRATION_BUDGET_BYTES`)."""
     budget = CALIBRATION_BUDGET_BYTES if budget is None else int(budget)
-    first = feeds[0]
-    size = int(next(iter(first.values())).shape[0])
-    sample = intermediate_bytes(model_path, {k: v[:1] for k, v in first.items()})
-    if sample * size * len(feeds) <= budget:
-        return CalibrationPlan(size, None, sample)
-    batch = max(1, min(size, budget // max(sample, 1)))
+    sample = intermediate_bytes(model_path, {k: v[:1] for k, v in samples.items()})
+    kept = sum(int(next(iter(b.values())).shape[0]) for b in equal_batches(samples, batch_size))
+    if sample * kept <= budget:
+        return CalibrationPlan(batch_size, None, sample)
+    batch = max(1, min(batch_size, budget // max(sample, 1)))
     return CalibrationPlan(batch, max(1, budget // max(sample * batch, 1)), sample)
-
-
-def rebatch(feeds: Sequence[dict[str, np.ndarray]], batch_size: int) -> list[dict[str, np.ndarray]]:
-    """The same samples in equal batches of ``batch_size`` (histogram calibrators stack the batches of one
-    collection, so a short last batch is dropped)."""
-    names = list(feeds[0])
-    stacked = {k: np.concatenate([f[k] for f in feeds]) for k in names}
-    count = max(1, int(stacked[names[0]].shape[0]) // batch_size)
-    return [{k: v[i * batch_size:(i + 1) * batch_size] for k, v in stacked.items()} for i in range(count)]
 
 
 class _ListReader:

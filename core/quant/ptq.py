@@ -16,7 +16,7 @@ import numpy as np
 from oarkit.core.chatter import quiet_loggers
 from oarkit.core.deploy.optional import require
 from oarkit.core.errors import ConfigError
-from oarkit.core.quant.calibration_memory import calibration_plan, collect_in_chunks, describe, rebatch
+from oarkit.core.quant.calibration_memory import calibration_plan, collect_in_chunks, describe, equal_batches
 
 logger = logging.getLogger(__name__)
 
@@ -152,11 +152,9 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
         raise ConfigError(f"static int8 calibration needs inputs of one shape, but the calibration batches have "
                           f"{len(shapes)} ({shapes[0]}, {shapes[1]}, ...): a model of variable-length inputs (a text "
                           "encoder) is quantized with onnx_int8_dynamic, which needs no calibration")
-    # Histogram calibrators stack batches: cut everything into equal batches (a short last one is dropped).
-    size = batches[0][0].shape[0]
-    stacked = [np.concatenate([b[k] for b in batches]) for k in range(len(batches[0]))]
-    count = max(1, stacked[0].shape[0] // size)
-    feeds = [dict(zip(input_names, (a[i * size:(i + 1) * size] for a in stacked))) for i in range(count)]
+    # Histogram calibrators stack batches: everything is cut into equal batches (calibration_memory.equal_batches)
+    size = int(batches[0][0].shape[0])
+    stacked = dict(zip(input_names, (np.concatenate([b[k] for b in batches]) for k in range(len(batches[0])))))
 
     class Reader(quantization.CalibrationDataReader):
         def __init__(self) -> None:
@@ -181,9 +179,8 @@ def quantize_onnx_static(fp32_path: str | Path, int8_path: str | Path, batches: 
                               f"e.g. {[n.name for n in model.graph.node][:5]}")
         named = Path(tmp) / "named.onnx"
         onnx.save(model, str(named))
-        plan = calibration_plan(named, feeds)
-        if plan.chunk is not None:
-            feeds = rebatch(feeds, plan.batch_size)
+        plan = calibration_plan(named, stacked, size)
+        feeds = equal_batches(stacked, plan.batch_size)
         samples = sum(int(next(iter(f.values())).shape[0]) for f in feeds)
 
         def run(calibrate_method: Any) -> None:

@@ -36,21 +36,21 @@ def _scales(path) -> dict[str, float]:
 
 
 def test_the_plan_splits_only_what_does_not_fit(conv_model):
-    feeds = [{"x": b[0]} for b in _batches()]
-    whole = calibration_memory.calibration_plan(conv_model, feeds)
+    samples = {"x": np.concatenate([b[0] for b in _batches()])}  # 6 batches of 4
+    whole = calibration_memory.calibration_plan(conv_model, samples, 4)
     assert whole.chunk is None and whole.batch_size == 4 and whole.sample_bytes > 16 * 16 * 8 * 4
-    tight = calibration_memory.calibration_plan(conv_model, feeds, budget=whole.sample_bytes * 5)
+    tight = calibration_memory.calibration_plan(conv_model, samples, 4, budget=whole.sample_bytes * 5)
     assert (tight.batch_size, tight.chunk) == (4, 1)  # one batch of 4 per collection
-    tiny = calibration_memory.calibration_plan(conv_model, feeds, budget=whole.sample_bytes)
+    tiny = calibration_memory.calibration_plan(conv_model, samples, 4, budget=whole.sample_bytes)
     assert (tiny.batch_size, tiny.chunk) == (1, 1)
-    assert len(calibration_memory.rebatch(feeds, 1)) == 24
+    assert len(calibration_memory.equal_batches(samples, 1)) == 24
 
 
 @pytest.mark.parametrize("method", ["minmax", "percentile"])
 def test_a_chunked_calibration_gives_the_int8_model_of_one_collection(conv_model, tmp_path, monkeypatch, method):
     whole = quantize_onnx_static(conv_model, tmp_path / "whole.onnx", _batches(), input_names=["x"],
                                  calibration_method=method, float_stem=False)
-    sample = calibration_memory.calibration_plan(conv_model, [{"x": _batches()[0][0]}]).sample_bytes
+    sample = calibration_memory.calibration_plan(conv_model, {"x": _batches()[0][0]}, 4).sample_bytes
     monkeypatch.setattr(calibration_memory, "CALIBRATION_BUDGET_BYTES", sample * 5)
     chunked = quantize_onnx_static(conv_model, tmp_path / "chunked.onnx", _batches(), input_names=["x"],
                                    calibration_method=method, float_stem=False)
