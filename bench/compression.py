@@ -110,8 +110,6 @@ KITS = {
                teacher=("task.model.name=nlp/all_minilm_l6_v2",), int8="onnx_int8_dynamic"),
 }
 ROWS = ("float", "pruned", "distilled", "pruned_distilled")
-#: every kit's results.json, kept beside the default report (another ``--md`` keeps them in its own folder)
-KEPT = ROOT / "bench" / "results" / "compression"
 
 
 def log(message: str) -> None:
@@ -523,8 +521,7 @@ def main() -> None:
     parser.add_argument("--no-pruning", action="store_true", help="train and measure teacher, float and distilled only")
     args = parser.parse_args()
     data, out = ROOT / args.data, ROOT / args.out
-    kept = KEPT if (ROOT / args.md).resolve() == (ROOT / "bench/results/compression.md").resolve() else \
-        (ROOT / args.md).with_suffix("")
+    kept = (ROOT / args.md).with_suffix("")  # each kit's results.json beside the report: bench/results/compression/
     command = shlex.join(["python", "bench/compression.py", *sys.argv[1:]])
     for name in [] if args.report_only else args.only:
         if not (data / KITS[name].data_set).exists():
@@ -548,9 +545,10 @@ def main() -> None:
         result = run_kit(name, KITS[name], args, data, out)
         result["command"] = command
         result["wall_minutes"] = (time.perf_counter() - started) / 60
-        (out / name / "results.json").write_text(json.dumps(result, indent=1, default=str))
+        text = json.dumps(result, indent=1, default=str)
+        (out / name / "results.json").write_text(text)
         kept.mkdir(parents=True, exist_ok=True)  # beside the report, so a fresh checkout keeps the figures
-        (kept / f"{name}.json").write_text(json.dumps(result, indent=1, default=str))
+        (kept / f"{name}.json").write_text(text)
         log(f"{name}: done in {result['wall_minutes']:.1f} min")
     results = {}
     for name in KITS:
