@@ -16,6 +16,7 @@ from oarkit.core.data.images import IMAGE_SUFFIXES
 from oarkit.core.engine.task import DataModule
 from oarkit.core.errors import ConfigError, DataError, did_you_mean
 
+from . import augment_probe
 from .datasets import (
     IMAGEFOLDER_LAYOUT,
     LIST_LINE_FORM,
@@ -86,6 +87,9 @@ class ClassificationData(DataModule):
         interpolation: resize interpolation (``"bilinear"``, ``"bicubic"``, ...).
         hflip: horizontal-flip probability in training.
         scale: area range of the training random resized crop.
+            ``hflip``, ``scale`` and ``crop_pct`` also take ``"auto"``: chosen from the training images by
+            :mod:`~oarkit.clas.data.augment_probe` (no flips where a mirror image changes the class, shallow crops
+            and no eval border crop where the object fills its image).
         color_jitter: brightness / contrast / saturation strength in training (0 is off).
         affine: strength in [0, 1] of a random rotation / shear / zoom / shift in training (0 is off; see
             :func:`~oarkit.clas.data.transforms.build_train_transform`).
@@ -110,10 +114,10 @@ class ClassificationData(DataModule):
         num_workers: int = 0,
         mean: Sequence[float] | None = None,
         std: Sequence[float] | None = None,
-        crop_pct: float | None = None,
+        crop_pct: float | str | None = None,
         interpolation: str | None = None,
-        hflip: float = 0.5,
-        scale: tuple[float, float] = (0.08, 1.0),
+        hflip: float | str = 0.5,
+        scale: tuple[float, float] | str = (0.08, 1.0),
         color_jitter: float = 0.0,
         affine: float = 0.0,
         random_erasing: float = 0.0,
@@ -129,6 +133,9 @@ class ClassificationData(DataModule):
             raise ConfigError(f"num_workers={num_workers!r} must be >= 0")
         if isinstance(image_size, str) and image_size != AUTO:
             raise ConfigError(f"data.image_size={image_size!r} must be a number of pixels, auto or null")
+        for name, value in (("hflip", hflip), ("scale", scale), ("crop_pct", crop_pct)):
+            if isinstance(value, str) and value != augment_probe.AUTO:
+                raise ConfigError(f"data.{name}={value!r} must be a number, auto or left out")
         self.root = str(root)
         self.format = format
         self.train_split, self.val_split = train_split, val_split
@@ -143,7 +150,8 @@ class ClassificationData(DataModule):
             "crop_pct": crop_pct,
             "interpolation": interpolation,
         }
-        self.hflip, self.scale, self.color_jitter = hflip, tuple(scale), color_jitter
+        self.hflip, self.color_jitter = hflip, color_jitter
+        self.scale = scale if scale == augment_probe.AUTO else tuple(scale)
         self.affine, self.random_erasing = float(affine), float(random_erasing)
         self.skip_corrupt = skip_corrupt
         self.seed = int(seed)
@@ -238,17 +246,30 @@ class ClassificationData(DataModule):
             return dict(self._fixed_spec)
         if self.settings["image_size"] == AUTO:
             self.settings["image_size"] = typical_side(self._train_paths(), high=224)
+        self._choose_augmentation()
         s = {k: DEFAULTS[k] if v is None else v for k, v in self.settings.items()}
         return preprocess_spec(s["image_size"], s["mean"], s["std"], s["crop_pct"], s["interpolation"])
 
+    def _choose_augmentation(self) -> None:
+        """Settle the ``auto`` ones of hflip, scale and crop_pct from the training images (once)."""
+        auto = augment_probe.AUTO
+        if auto in (self.hflip, self.scale, self.settings["crop_pct"]):
+            self.hflip, self.scale, self.settings["crop_pct"] = augment_probe.resolve(
+                self._train_samples(), hflip=self.hflip, scale=self.scale, crop_pct=self.settings["crop_pct"],
+                seed=self.seed)
+
     def _train_paths(self) -> list[str]:
         """The training images' paths (for ``image_size: auto``)."""
+        return [path for path, _ in self._train_samples()]
+
+    def _train_samples(self) -> list[tuple[str, int]]:
+        """The training images' paths and labels, read from the folders or the list (nothing decoded)."""
         if self.format == "imagefolder":
             folder = Path(self.root) / self.train_split
-            return [str(p) for name in self._train_folder_classes() for p in sorted((folder / name).iterdir())
-                    if p.suffix.lower() in IMAGE_SUFFIXES]
+            return [(str(p), index) for index, name in enumerate(self._train_folder_classes())
+                    for p in sorted((folder / name).iterdir()) if p.suffix.lower() in IMAGE_SUFFIXES]
         train_list = resolve_list_file(self.root, self.train_list, line_form=LIST_LINE_FORM)
-        return [str(Path(self.root) / rel) for rel, _ in parse_list_file(train_list)]
+        return [(str(Path(self.root) / rel), label) for rel, label in parse_list_file(train_list)]
 
     # -- datasets -----------------------------------------------------------------------------------------
 
@@ -269,7 +290,9 @@ class ClassificationData(DataModule):
                                seed=self.seed, source=str(root))
 
     def _train_transform(self) -> Any:
-        return build_train_transform(self.preprocess_spec(), scale=self.scale, hflip=self.hflip,
+        spec = self.preprocess_spec()
+        self._choose_augmentation()  # also where a trained model's spec fixed the preprocessing
+        return build_train_transform(spec, scale=self.scale, hflip=self.hflip,
                                      color_jitter=self.color_jitter, affine=self.affine,
                                      random_erasing=self.random_erasing)
 

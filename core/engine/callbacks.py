@@ -369,7 +369,8 @@ class EarlyStopping(Callback):
 
     def __init__(self, patience: int = 5, min_delta: float = 0.0, *, start: float = 0.0) -> None:
         if patience < 1:
-            raise ValueError(f"early stopping patience must be at least 1, got {patience}")
+            raise ConfigError(f"trainer.early_stopping_patience={patience} must be at least 1 (evaluations without a "
+                              "better value); trainer.early_stopping_patience=null turns early stopping off")
         if not 0.0 <= float(start) < 1.0:
             raise ConfigError(f"trainer.early_stopping_start is a fraction of the run in [0, 1), got {start}")
         self.patience = patience

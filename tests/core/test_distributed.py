@@ -91,9 +91,17 @@ def torchrun(tmp_path: Path, args: dict, *, nproc: int = 2, extra: tuple[str, ..
            "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{_free_port()}", *extra,
            str(_script(tmp_path)), json.dumps(args)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_env())
-    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "Error" in line]
-    assert proc.returncode == 0, "\n".join(errors[-10:]) + proc.stderr[-1500:]
+    assert proc.returncode == 0, _failure_report(proc)
     return proc
+
+
+def _failure_report(proc: subprocess.CompletedProcess) -> str:
+    """What a failed torchrun said: every line naming an error or a fatal signal (a C++ abort inside gloo prints
+    "terminate called ... what(): ..." long before torchrun's own summary), then the end of its stderr."""
+    marks = ("Error", "error:", "terminate called", "what():", "Signal", "SIG", "Traceback")
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if any(m in line for m in marks)]
+    tail = proc.stderr[-4000:]
+    return f"torchrun exited {proc.returncode}:\n" + "\n".join(lines[-40:]) + f"\n--- stderr tail ---\n{tail}"
 
 
 def single(toy, out: Path, *, batch: int, accumulate: int = 1, n: int = 128, epochs: int = 2, metric: str = "accuracy",

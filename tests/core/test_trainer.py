@@ -117,6 +117,8 @@ def test_early_stopping_waits_for_its_start_fraction_of_the_run(trainer_factory)
     assert len(trainer.history) == 7
     with pytest.raises(ConfigError, match=r"early_stopping_start is a fraction of the run in \[0, 1\), got 1.5"):
         trainer_factory(max_epochs=2, early_stopping_patience=2, early_stopping_start=1.5)
+    with pytest.raises(ConfigError, match=r"early_stopping_patience=0 must be at least 1 .*patience=null turns early"):
+        trainer_factory(max_epochs=2, early_stopping_patience=0)
 
 
 def test_tie_breaker_decides_between_equal_main_indicators(tmp_path, toy):
