@@ -19,10 +19,9 @@ import cv2
 import numpy as np
 
 from oarkit.core.data import decode_image
+from oarkit.core.data.auto_size import AUTO
 
 logger = logging.getLogger(__name__)
-
-AUTO = "auto"
 
 #: a transform is label-preserving when the probe keeps at least this share of its above-chance accuracy
 KEEP = 0.75
@@ -84,12 +83,15 @@ def _nearest_mean_accuracy(train: np.ndarray, train_labels: np.ndarray, test: np
     return float((np.argmax(test @ means.T, axis=1) == labels).mean())
 
 
-def probe(samples: Sequence[tuple[str, int]], *, per_class: int = 150, side: int = 24, seed: int = 0) -> ProbeResult:
-    """Run the probe on at most ``per_class`` training images of each class (unreadable ones skipped)."""
+def probe(samples: Sequence[tuple[str, int]], *, per_class: int = 150, total: int = 3000, side: int = 24,
+          seed: int = 0) -> ProbeResult:
+    """Run the probe on at most ``per_class`` training images of each class and ``total`` in all (it decodes
+    them before training starts; unreadable ones are skipped)."""
     rng = np.random.default_rng(seed)
     by_class: dict[int, list[str]] = {}
     for path, label in samples:
         by_class.setdefault(int(label), []).append(path)
+    per_class = max(2, min(per_class, total // max(len(by_class), 1)))
     picked = [(p, c) for c, paths in by_class.items()
               for p in (paths if len(paths) <= per_class else rng.choice(paths, per_class, replace=False))]
     crops = [f"crop{k}" for k in range(PROBE_CROPS)]
