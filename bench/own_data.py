@@ -32,8 +32,8 @@ RUNS = {  # set -> (recipe, extra overrides, the metric reported)
     "clas_lfw": ("configs/clas/pp_lcnet_x1_0_own_data.yaml", [], "top1"),
     "det_digits": ("configs/det/ppyoloe_plus_crn_s_own_data.yaml", [], "map50"),
     "det_faces": ("configs/det/ppyoloe_plus_crn_s_own_data.yaml", [], "map50"),
-    "seg_digits": ("configs/seg/pp_liteseg_stdc1_own_data.yaml", [], "miou"),
-    "seg_faces": ("configs/seg/pp_liteseg_stdc1_own_data.yaml", [], "miou"),
+    "seg_digits": ("configs/seg/pp_mobileseg_tiny_own_data.yaml", [], "miou"),
+    "seg_faces": ("configs/seg/pp_mobileseg_tiny_own_data.yaml", [], "miou"),
     **RUNS_OCR,
     **RUNS_NLP,
 }

@@ -6,7 +6,7 @@ import logging
 
 from oarkit.core.cli import main
 
-RECIPE = "configs/seg/pp_liteseg_stdc1_own_data.yaml"
+RECIPE = "configs/seg/pp_mobileseg_tiny_own_data.yaml"
 
 
 def test_the_recipe_needs_data_root(capsys):
